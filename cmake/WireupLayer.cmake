@@ -1,0 +1,17 @@
+# wireup_layer(NAME SOURCES... [LINKS ...])
+# Each src/ folder is one OBJECT library; libwireup.a bundles the objects of every layer.
+# Layers link PRIVATE to what they use so a lower layer never sees a higher one's headers.
+set_property(GLOBAL PROPERTY WIREUP_LAYERS "")
+function(wireup_layer name)
+  cmake_parse_arguments(L "" "" "SOURCES;LINKS;PUBLIC_LINKS" ${ARGN})
+  add_library(${name} OBJECT ${L_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  if(L_LINKS)
+    target_link_libraries(${name} PRIVATE ${L_LINKS})
+  endif()
+  if(L_PUBLIC_LINKS)
+    target_link_libraries(${name} PUBLIC ${L_PUBLIC_LINKS})
+  endif()
+  set_property(GLOBAL APPEND PROPERTY WIREUP_LAYERS ${name})
+endfunction()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build and test wireup.
+# Idempotent: packages already present are not touched; apt-get update runs only when needed.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake pkg-config ninja-build
+  libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
+  libhwloc-dev hwloc-nox
+  libtomlplusplus-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  openmpi-bin libopenmpi-dev
+  # soft-RoCE VM harness: qemu (TCG), busybox for the initramfs, kmod for depmod/modprobe
+  qemu-system-x86 busybox-static kmod cpio xz-utils iproute2
+  # fuzzers and sanitizers
+  clang libclang-rt-14-dev
+  jq
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null

@@ -1,0 +1,10 @@
+#include "common/clock.h"
+
+namespace wireup {
+
+SteadyClock& SteadyClock::instance() {
+  static SteadyClock clock;
+  return clock;
+}
+
+}  // namespace wireup

@@ -1,0 +1,201 @@
+// The seam to the fabric: rdma_cm ids and event channels, and the verbs subset the library
+// needs (PD, CQ, QP, MR, ECE). Two implementations sit behind it: "rdma" (librdmacm +
+// libibverbs, a thin 1:1 translation) and "sim" (an in-process simulated fabric).
+//
+// Contract notes (these follow the real stack; tests/conformance checks both providers):
+//  - Every object is move-less and owned through std::unique_ptr; destroying it releases the
+//    native object. A CmId must be destroyed only after every event of it was acked, exactly
+//    as rdma_destroy_id(3) requires (the real call blocks until then).
+//  - EventChannel::get_event() never blocks: ErrorCode::would_block when nothing is pending.
+//    Provider::wait() is the only blocking call; on sim it advances the virtual clock.
+//  - A CmEvent must be acked (ack() or its destructor) before its id is migrated or destroyed.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "provider/types.h"
+
+namespace wireup::prov {
+
+class CmId;
+class Device;
+class Pd;
+class Cq;
+class Qp;
+class Mr;
+class EventChannel;
+
+// Provider-private ack token of one retrieved event (rdma_ack_cm_event for rdma).
+class EventAck {
+ public:
+  virtual ~EventAck() = default;
+  virtual void ack() = 0;
+};
+
+// One rdma_cm_event, copied out of the provider (private data is owned here, so it stays
+// readable after the ack).
+class CmEvent {
+ public:
+  CmEvent() = default;
+  CmEvent(CmEvent&&) = default;
+  CmEvent& operator=(CmEvent&& o) noexcept;
+  ~CmEvent() { ack(); }  // acks before new_id (a member) is destroyed: the required order
+
+  CmEventType type = CmEventType::addr_error;
+  int status = 0;              // errno-like (negative) or IB reject reason for REJECTED
+  CmId* id = nullptr;          // the id the event is for (CONNECT_REQUEST: the new one)
+  CmId* listen_id = nullptr;   // CONNECT_REQUEST only
+  std::vector<uint8_t> private_data;
+  // rdma_conn_param of CONNECT_REQUEST / CONNECT_RESPONSE / ESTABLISHED
+  uint32_t qp_num = 0;         // the remote QPN the peer put in its REQ/REP
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+  uint8_t srq = 0;
+  // CONNECT_REQUEST: the new id; whoever takes it owns it. If nobody takes it, it is
+  // destroyed with the event, after the ack.
+  std::unique_ptr<CmId> new_id;
+
+  void ack();
+  bool acked() const { return ack_ == nullptr; }
+  void set_ack(std::unique_ptr<EventAck> a) { ack_ = std::move(a); }
+  std::string describe() const;
+
+ private:
+  std::unique_ptr<EventAck> ack_;
+};
+
+class EventChannel {
+ public:
+  virtual ~EventChannel() = default;
+  // Pollable fd (readable when an event is pending); -1 if the provider has none.
+  virtual int fd() const = 0;
+  // Non-blocking rdma_get_cm_event: would_block when nothing is pending.
+  virtual Result<CmEvent> get_event() = 0;
+};
+
+class CmId {
+ public:
+  virtual ~CmId() = default;
+  virtual Status bind_addr(const SockAddr& addr) = 0;
+  virtual Status resolve_addr(const SockAddr* src, const SockAddr& dst, int timeout_ms) = 0;
+  virtual Status resolve_route(int timeout_ms) = 0;
+  virtual Status listen(int backlog) = 0;
+  virtual Status connect(const ConnParam& param) = 0;
+  virtual Status accept(const ConnParam& param) = 0;
+  virtual Status reject(std::span<const uint8_t> private_data) = 0;
+  virtual Status reject_ece(std::span<const uint8_t> private_data) = 0;
+  virtual Status establish() = 0;
+  virtual Status disconnect() = 0;
+  // rdma_notify(IBV_EVENT_COMM_EST): a receive completed before ESTABLISHED.
+  virtual Status notify_comm_est() = 0;
+  virtual Status set_tos(uint8_t tos) = 0;
+  virtual Status set_reuseaddr(bool on) = 0;
+  virtual Status set_ack_timeout(uint8_t timeout) = 0;  // 4.096 us * 2^timeout
+  // rdma_init_qp_attr: what the CM wants the QP to get for `state` (INIT, RTR or RTS).
+  virtual Result<QpAttrWithMask> init_qp_attr(QpState state) = 0;
+  virtual Status set_local_ece(const Ece& ece) = 0;
+  virtual Result<Ece> get_remote_ece() = 0;
+  // rdma_migrate_id: pending events move along; blocks (rdma) while an event of this id
+  // retrieved from the old channel is un-acked.
+  virtual Status migrate(EventChannel& to) = 0;
+
+  virtual SockAddr local_addr() const = 0;
+  virtual SockAddr peer_addr() const = 0;
+  // The device the id is bound to (after resolve_addr, or on a CONNECT_REQUEST id); nullptr
+  // before. Owned by the provider.
+  virtual Device* device() const = 0;
+  virtual uint8_t port_num() const = 0;
+  virtual EventChannel* channel() const = 0;
+
+  void* user_context = nullptr;  // the owner's back-pointer, for event dispatch
+};
+
+class Mr {
+ public:
+  virtual ~Mr() = default;
+  virtual uint32_t lkey() const = 0;
+  virtual uint32_t rkey() const = 0;
+};
+
+class Cq {
+ public:
+  virtual ~Cq() = default;
+  // ibv_poll_cq: number of completions written into wc.
+  virtual Result<int> poll(std::span<WorkCompletion> wc) = 0;
+  // Completion channel (ibv_comp_channel) fd, -1 when created without one.
+  virtual int comp_fd() const = 0;
+  // ibv_req_notify_cq; then, after comp_fd is readable, consume_event() acks it.
+  virtual Status req_notify() = 0;
+  virtual Status consume_event() = 0;
+  virtual void* native() const = 0;  // ibv_cq* on rdma
+};
+
+class Qp {
+ public:
+  virtual ~Qp() = default;
+  virtual uint32_t qpn() const = 0;
+  virtual QpState state() const = 0;  // as last set through this object
+  virtual Status modify(const QpAttr& attr, uint32_t mask) = 0;
+  virtual Result<QpAttr> query(uint32_t mask) = 0;
+  virtual Result<Ece> query_ece() = 0;
+  virtual Status set_ece(const Ece& ece) = 0;
+  virtual Status post_send(uint64_t wr_id, const Sge& sge, bool signaled) = 0;
+  virtual Status post_recv(uint64_t wr_id, const Sge& sge) = 0;
+  virtual Device& device() const = 0;
+  virtual void* native() const = 0;  // ibv_qp* on rdma
+};
+
+struct QpInitAttr {
+  QpType type = QpType::rc;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  QpCaps caps;
+  bool sq_sig_all = false;
+};
+
+class Pd {
+ public:
+  virtual ~Pd() = default;
+  virtual Result<std::unique_ptr<Qp>> create_qp(const QpInitAttr& attr) = 0;
+  virtual Result<std::unique_ptr<Mr>> reg_mr(void* addr, size_t len, uint32_t access_flags) = 0;
+  virtual Device& device() const = 0;
+  virtual void* native() const = 0;  // ibv_pd* on rdma
+};
+
+// An open RDMA device (ibv_context); owned by the provider, alive as long as it is.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+  virtual Result<std::unique_ptr<Pd>> alloc_pd() = 0;
+  virtual Result<std::unique_ptr<Cq>> create_cq(int cqe, bool with_comp_channel) = 0;
+  virtual void* native() const = 0;  // ibv_context* on rdma
+};
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+  virtual std::string_view name() const = 0;
+  // Devices the CM can use; no_device with one clear sentence when there are none.
+  virtual Result<std::vector<Device*>> devices() = 0;
+  virtual Result<std::unique_ptr<EventChannel>> create_channel() = 0;
+  virtual Result<std::unique_ptr<CmId>> create_id(EventChannel& ch, PortSpace ps,
+                                                  void* user_context) = 0;
+  // Waits until one of `channels` has an event or `timeout` passes (ok either way; a
+  // timeout is not an error). On sim this advances the virtual clock.
+  virtual Status wait(std::span<EventChannel* const> channels, Nanos timeout) = 0;
+  virtual const Clock& clock() const = 0;
+};
+
+// The rdma provider over the live librdmacm/libibverbs. Fails with no_device and one clear
+// sentence when the machine has no RDMA device.
+Result<std::unique_ptr<Provider>> create_rdma_provider();
+
+}  // namespace wireup::prov
