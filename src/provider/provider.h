@@ -8,6 +8,7 @@
 //    as rdma_destroy_id(3) requires (the real call blocks until then).
 //  - EventChannel::get_event() never blocks: ErrorCode::would_block when nothing is pending.
 //    Provider::wait() is the only blocking call; on sim it advances the virtual clock.
+//  - An EventChannel must outlive every id on it (rdma_destroy_id talks to the channel).
 //  - A CmEvent must be acked (ack() or its destructor) before its id is migrated or destroyed.
 #pragma once
 

@@ -1,0 +1,243 @@
+#include "cm/connection.h"
+
+#include "common/log.h"
+#include "ece/flow.h"
+
+namespace wireup::cm {
+
+using prov::CmEventType;
+
+const char* to_string(State s) {
+  switch (s) {
+    case State::resolving_addr: return "resolving_addr";
+    case State::resolving_route: return "resolving_route";
+    case State::route_resolved: return "route_resolved";
+    case State::requested: return "requested";
+    case State::connecting: return "connecting";
+    case State::accepting: return "accepting";
+    case State::established: return "established";
+    case State::failed: return "failed";
+    case State::disconnected: return "disconnected";
+  }
+  return "?";
+}
+
+const char* to_string(FailKind k) {
+  switch (k) {
+    case FailKind::none: return "none";
+    case FailKind::rejected: return "rejected";
+    case FailKind::unreachable: return "unreachable";
+    case FailKind::address_error: return "address_error";
+    case FailKind::route_error: return "route_error";
+    case FailKind::connect_error: return "connect_error";
+    case FailKind::device_removal: return "device_removal";
+    case FailKind::ece_rejected: return "ece_rejected";
+    case FailKind::local_error: return "local_error";
+    case FailKind::disconnected: return "disconnected";
+  }
+  return "?";
+}
+
+std::string Failure::describe() const {
+  std::string s = to_string(kind);
+  if (kind == FailKind::rejected) s += " (reason " + std::to_string(status) + ")";
+  else if (status != 0) s += " (status " + std::to_string(status) + ")";
+  if (error.code != ErrorCode::ok) s += ": " + error.message();
+  return s;
+}
+
+Connection::Connection(prov::Provider& p, Role r, Spec spec)
+    : provider_(p), role_(r), state_(r == Role::active ? State::resolving_addr : State::requested),
+      spec_(std::move(spec)) {
+  t_.start = now();
+}
+
+Connection::~Connection() = default;
+
+Result<std::unique_ptr<Connection>> Connection::start(prov::Provider& p, prov::EventChannel& ch, Spec spec) {
+  std::unique_ptr<Connection> c(new Connection(p, Role::active, std::move(spec)));
+  auto id = p.create_id(ch, prov::PortSpace::tcp, c.get());
+  if (!id) return Error(id.error()).with_peer(c->spec_.remote.to_string());
+  c->id_ = std::move(id).value();
+  if (c->spec_.tos) WIREUP_TRY(c->id_->set_tos(*c->spec_.tos));
+  const prov::SockAddr* src = c->spec_.local ? &*c->spec_.local : nullptr;
+  WIREUP_TRY(c->id_->resolve_addr(src, c->spec_.remote, c->spec_.resolve_addr_timeout_ms));
+  return c;
+}
+
+std::unique_ptr<Connection> Connection::from_request(prov::Provider& p, prov::CmEvent& req, Spec spec) {
+  std::unique_ptr<Connection> c(new Connection(p, Role::passive, std::move(spec)));
+  c->id_ = std::move(req.new_id);
+  c->id_->user_context = c.get();
+  c->remote_qpn_ = req.qp_num;
+  c->t_.request = c->t_.start;
+  return c;
+}
+
+void Connection::fail(FailKind kind, Error e, int status) {
+  if (e.peer.empty()) e.peer = "rank " + std::to_string(spec_.peer) + " lane " + std::to_string(spec_.lane);
+  if (e.qpn == 0 && qp_) e.qpn = qp_->qpn();
+  failure_ = Failure{kind, status, {}, std::move(e)};
+  state_ = State::failed;
+  // A QP that got past INIT may have work queued by the transport; flush it.
+  if (qp_ && qp_->state() != prov::QpState::reset) (void)qp::to_error(*qp_);
+}
+
+void Connection::fail_event(FailKind kind, const prov::CmEvent& ev) {
+  fail(kind, Error::make(ErrorCode::connect_error, prov::to_string(ev.type),
+                         std::string("in state ") + to_string(state_)),
+       ev.status);
+  failure_.private_data = ev.private_data;
+  switch (kind) {
+    case FailKind::rejected: failure_.error.code = ErrorCode::rejected; break;
+    case FailKind::unreachable: failure_.error.code = ErrorCode::unreachable; break;
+    case FailKind::address_error: failure_.error.code = ErrorCode::address_error; break;
+    case FailKind::route_error: failure_.error.code = ErrorCode::route_error; break;
+    case FailKind::device_removal: failure_.error.code = ErrorCode::device_removed; break;
+    default: break;
+  }
+}
+
+Status Connection::make_qp(const qp::QpFactory& factory) {
+  prov::Device* dev = id_->device();
+  if (dev == nullptr)
+    return Error::make(ErrorCode::invalid_state, "make_qp", "the CM id has no device yet");
+  auto q = factory(qp::QpRequest{*dev, spec_.peer, spec_.lane, role_ == Role::active});
+  if (!q) return q.error();
+  if (!*q) return Error::make(ErrorCode::invalid_argument, "QpFactory", "the factory returned no QP");
+  qp_ = std::move(q).value();
+  t_.qp_created = now();
+  return qp::to_init(*qp_, *id_, spec_.qp);
+}
+
+Status Connection::connect(const qp::QpFactory& factory) {
+  if (state_ != State::route_resolved)
+    return Error::make(ErrorCode::invalid_state, "Connection::connect",
+                       std::string("in state ") + to_string(state_));
+  Status s = [&]() -> Status {
+    WIREUP_TRY(make_qp(factory));
+    auto offered = ece::prepare_active(spec_.ece, *qp_, *id_, ece_);
+    if (!offered) return offered.error();
+    offered_ = *offered;
+    prov::ConnParam p = spec_.param;
+    p.qp_num = qp_->qpn();
+    p.private_data = spec_.private_data;
+    return id_->connect(p);
+  }();
+  if (!s) {
+    fail(FailKind::local_error, s.error());
+    return s;
+  }
+  t_.request = now();
+  state_ = State::connecting;
+  return s;
+}
+
+Status Connection::accept(const qp::QpFactory& factory) {
+  if (state_ != State::requested)
+    return Error::make(ErrorCode::invalid_state, "Connection::accept",
+                       std::string("in state ") + to_string(state_));
+  bool refused = false;
+  Status s = [&]() -> Status {
+    WIREUP_TRY(make_qp(factory));
+    auto d = ece::answer_request(spec_.ece, *qp_, *id_, ece_);
+    if (!d) return d.error();
+    if (d->reject) {
+      refused = true;
+      WIREUP_TRY(id_->reject_ece({}));
+      return Error::make(ErrorCode::rejected, "rdma_reject_ece", d->why);
+    }
+    WIREUP_TRY(qp::to_rtr(*qp_, *id_, spec_.qp));
+    WIREUP_TRY(qp::to_rts(*qp_, *id_, spec_.qp));
+    t_.rts = now();
+    prov::ConnParam p = spec_.param;
+    p.qp_num = qp_->qpn();
+    p.private_data = spec_.private_data;
+    return id_->accept(p);
+  }();
+  if (!s) {
+    if (!refused) (void)id_->reject({});  // tell the peer now rather than letting it time out
+    fail(refused ? FailKind::ece_rejected : FailKind::local_error, s.error());
+    return s;
+  }
+  state_ = State::accepting;
+  return s;
+}
+
+void Connection::on_response(const prov::CmEvent& ev) {
+  t_.response = now();
+  remote_qpn_ = ev.qp_num;
+  bool refused = false;
+  Status s = [&]() -> Status {
+    auto d = ece::apply_reply(spec_.ece, offered_, *qp_, *id_, ece_);
+    if (!d) return d.error();
+    if (d->reject) {
+      refused = true;
+      WIREUP_TRY(id_->reject_ece({}));
+      return Error::make(ErrorCode::rejected, "rdma_reject_ece", d->why);
+    }
+    WIREUP_TRY(qp::to_rtr(*qp_, *id_, spec_.qp));
+    WIREUP_TRY(qp::to_rts(*qp_, *id_, spec_.qp));
+    t_.rts = now();
+    return id_->establish();
+  }();
+  if (!s) {
+    if (!refused) (void)id_->reject({});
+    fail(refused ? FailKind::ece_rejected : FailKind::local_error, s.error());
+    return;
+  }
+  t_.established = now();
+  state_ = State::established;
+}
+
+void Connection::on_event(const prov::CmEvent& ev) {
+  switch (ev.type) {
+    case CmEventType::addr_resolved:
+      if (state_ != State::resolving_addr) break;
+      t_.addr_resolved = now();
+      if (spec_.ack_timeout) {
+        if (Status s = id_->set_ack_timeout(*spec_.ack_timeout); !s) return fail(FailKind::local_error, s.error());
+      }
+      if (Status s = id_->resolve_route(spec_.resolve_route_timeout_ms); !s)
+        return fail(FailKind::local_error, s.error());
+      state_ = State::resolving_route;
+      return;
+    case CmEventType::route_resolved:
+      if (state_ != State::resolving_route) break;
+      t_.route_resolved = now();
+      state_ = State::route_resolved;
+      return;
+    case CmEventType::connect_response:
+      if (state_ != State::connecting) break;
+      return on_response(ev);
+    case CmEventType::established:
+      if (state_ != State::accepting) break;
+      t_.established = now();
+      state_ = State::established;
+      return;
+    case CmEventType::addr_error: return fail_event(FailKind::address_error, ev);
+    case CmEventType::route_error: return fail_event(FailKind::route_error, ev);
+    case CmEventType::rejected: return fail_event(FailKind::rejected, ev);
+    case CmEventType::unreachable: return fail_event(FailKind::unreachable, ev);
+    case CmEventType::connect_error: return fail_event(FailKind::connect_error, ev);
+    case CmEventType::device_removal: return fail_event(FailKind::device_removal, ev);
+    case CmEventType::disconnected:
+      if (state_ == State::established) {
+        state_ = State::disconnected;
+        return;
+      }
+      return fail_event(FailKind::disconnected, ev);
+    default: break;
+  }
+  WIREUP_LOG(debug, "rank %u lane %u: %s ignored in state %s", spec_.peer, spec_.lane,
+             prov::to_string(ev.type), to_string(state_));
+}
+
+Status Connection::migrate(prov::EventChannel& to) { return id_->migrate(to); }
+
+Status Connection::disconnect() {
+  if (state_ != State::established) return Status::ok();
+  return id_->disconnect();
+}
+
+}  // namespace wireup::cm

@@ -1,0 +1,141 @@
+// One application-owned-QP connection driven through the CM, either side.
+//
+// Active:  start() -> ADDR_RESOLVED -> ROUTE_RESOLVED -> [owner grants a QP] connect() ->
+//          CONNECT_RESPONSE -> ECE -> RTR -> RTS -> rdma_establish -> established
+// Passive: from_request() (owner validated the private data first) -> accept() [QP, ECE,
+//          RTR, RTS, rdma_accept with qp_num] -> ESTABLISHED -> established
+// The owner routes CM events here with on_event(), acks them afterwards, and migrates the
+// id once established. Nothing here blocks.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "ece/policy.h"
+#include "provider/provider.h"
+#include "qp/factory.h"
+#include "qp/transitions.h"
+
+namespace wireup::cm {
+
+enum class Role : uint8_t { active, passive };
+
+enum class State : uint8_t {
+  resolving_addr,   // active: rdma_resolve_addr issued
+  resolving_route,  // active: rdma_resolve_route issued
+  route_resolved,   // active: waiting for the owner to grant a QP (QP window)
+  requested,        // passive: CONNECT_REQUEST validated, waiting for accept()
+  connecting,       // active: REQ sent, waiting for CONNECT_RESPONSE
+  accepting,        // passive: REP sent, waiting for ESTABLISHED (RTU)
+  established,
+  failed,
+  disconnected,
+};
+const char* to_string(State s);
+
+enum class FailKind : uint8_t {
+  none,
+  rejected,        // REJECTED by the peer (status = IB reject reason, private data kept)
+  unreachable,     // UNREACHABLE: REQ/REP retries ran out
+  address_error,   // ADDR_ERROR
+  route_error,     // ROUTE_ERROR
+  connect_error,   // CONNECT_ERROR
+  device_removal,  // DEVICE_REMOVAL
+  ece_rejected,    // this side refused the ECE answer (reason 35 sent)
+  local_error,     // a local call failed (QP creation, modify, ...): see Failure::error
+  disconnected,    // DISCONNECTED before the connection was established
+};
+const char* to_string(FailKind k);
+
+struct Failure {
+  FailKind kind = FailKind::none;
+  int status = 0;                     // event status: reject reason, or -errno
+  std::vector<uint8_t> private_data;  // REJECTED: the peer's reason bytes
+  Error error;                        // call / errno / peer / QPN
+  std::string describe() const;
+};
+
+// Time stamps of the phases, from the provider's clock (virtual on sim).
+struct Timings {
+  Nanos start{0}, addr_resolved{0}, route_resolved{0}, qp_created{0}, request{0}, response{0},
+      rts{0}, established{0};
+};
+
+struct Spec {
+  uint32_t peer = 0;
+  uint32_t lane = 0;
+  prov::SockAddr remote;                // active: the peer's listen address
+  std::optional<prov::SockAddr> local;  // active: source address to resolve from
+  std::vector<uint8_t> private_data;    // REQ (active) or REP (passive)
+  int resolve_addr_timeout_ms = 2000;
+  int resolve_route_timeout_ms = 2000;
+  std::optional<uint8_t> tos;
+  std::optional<uint8_t> ack_timeout;
+  ece::Policy ece;
+  qp::QpOverrides qp;
+  prov::ConnParam param;  // resources / retry counts; qp_num and private data are filled in
+};
+
+class Connection {
+ public:
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Active side: creates the id on `ch` and issues rdma_resolve_addr.
+  static Result<std::unique_ptr<Connection>> start(prov::Provider& p, prov::EventChannel& ch, Spec spec);
+  // Passive side: takes the new id out of a validated CONNECT_REQUEST.
+  static std::unique_ptr<Connection> from_request(prov::Provider& p, prov::CmEvent& req, Spec spec);
+
+  // Active, in route_resolved: QP from the factory, INIT, ECE offer, rdma_connect.
+  Status connect(const qp::QpFactory& factory);
+  // Passive, in requested: QP, INIT, ECE answer (reject_ece if refused), RTR, RTS, accept.
+  Status accept(const qp::QpFactory& factory);
+  // Feeds one CM event of this connection's id. Errors end up in failure(), not here.
+  void on_event(const prov::CmEvent& ev);
+  // rdma_migrate_id to `to`; every event of the id must have been acked.
+  Status migrate(prov::EventChannel& to);
+  Status disconnect();
+
+  Role role() const { return role_; }
+  State state() const { return state_; }
+  bool done() const { return state_ == State::established || state_ == State::failed || state_ == State::disconnected; }
+  const Spec& spec() const { return spec_; }
+  const Failure& failure() const { return failure_; }
+  const Timings& timings() const { return t_; }
+  const ece::Report& ece() const { return ece_; }
+  uint32_t remote_qpn() const { return remote_qpn_; }
+  prov::Qp* qp() const { return qp_.get(); }
+  prov::CmId* id() const { return id_.get(); }
+  // Hands the QP to the transport (the connection keeps the CM id).
+  std::unique_ptr<prov::Qp> take_qp() { return std::move(qp_); }
+  // The id, for owners that keep it after the connection object is gone.
+  std::unique_ptr<prov::CmId> take_id() { return std::move(id_); }
+
+ private:
+  Connection(prov::Provider& p, Role r, Spec spec);
+  void fail(FailKind kind, Error e, int status = 0);
+  void fail_event(FailKind kind, const prov::CmEvent& ev);
+  Status make_qp(const qp::QpFactory& factory);
+  void on_response(const prov::CmEvent& ev);
+  Nanos now() const { return provider_.clock().now(); }
+
+  prov::Provider& provider_;
+  Role role_;
+  State state_;
+  Spec spec_;
+  // Declared before qp_ so the id goes after the QP: a transport that never took the QP
+  // gets it destroyed while the id still names the connection in logs.
+  std::unique_ptr<prov::CmId> id_;
+  std::unique_ptr<prov::Qp> qp_;
+  std::optional<prov::Ece> offered_;
+  ece::Report ece_;
+  uint32_t remote_qpn_ = 0;
+  Failure failure_;
+  Timings t_;
+};
+
+}  // namespace wireup::cm

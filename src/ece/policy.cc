@@ -1,0 +1,88 @@
+#include "ece/policy.h"
+
+namespace wireup::ece {
+namespace {
+
+std::string hex(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%x", v);
+  return b;
+}
+
+Decision missing_required(const Policy& p, uint32_t accepted, Outcome fallback, std::string why) {
+  // `required` means ECE itself is required, whatever the option bits.
+  if (p.mode == Mode::required && fallback != Outcome::negotiated)
+    return Decision{true, 0, Outcome::rejected, "ECE required but not negotiated (" + why + ")"};
+  uint32_t missing = p.required & ~accepted;
+  if (missing == 0) return Decision{false, accepted, fallback, std::move(why)};
+  return Decision{true, accepted, Outcome::rejected,
+                  "required ECE option(s) " + hex(missing) + " not available (" + why + ")"};
+}
+
+}  // namespace
+
+const char* to_string(Mode m) {
+  switch (m) {
+    case Mode::off: return "off";
+    case Mode::auto_: return "auto";
+    case Mode::on: return "on";
+    case Mode::required: return "required";
+  }
+  return "?";
+}
+
+std::optional<Mode> mode_from_string(const std::string& s) {
+  if (s == "off") return Mode::off;
+  if (s == "auto") return Mode::auto_;
+  if (s == "on") return Mode::on;
+  if (s == "required") return Mode::required;
+  return std::nullopt;
+}
+
+const char* to_string(Outcome o) {
+  switch (o) {
+    case Outcome::disabled: return "disabled";
+    case Outcome::negotiated: return "negotiated";
+    case Outcome::unsupported: return "unsupported";
+    case Outcome::vendor_mismatch: return "vendor_mismatch";
+    case Outcome::rejected: return "rejected";
+  }
+  return "?";
+}
+
+std::optional<prov::Ece> offer(const Policy& p, const std::optional<prov::Ece>& device) {
+  if (p.mode == Mode::off || !device || device->vendor_id == 0) return std::nullopt;
+  uint32_t options = p.wanted == 0 ? device->options : (device->options & p.wanted);
+  uint32_t vendor = p.vendor_id != 0 ? p.vendor_id : device->vendor_id;
+  return prov::Ece{vendor, options};
+}
+
+Decision on_request(const Policy& p, const std::optional<prov::Ece>& device, const prov::Ece& peer) {
+  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, "ECE off"};
+  if (!device || device->vendor_id == 0)
+    return missing_required(p, 0, Outcome::unsupported, "this device has no ECE");
+  if (peer.vendor_id == 0)
+    return missing_required(p, 0, Outcome::unsupported, "peer offered no ECE");
+  uint32_t our_vendor = p.vendor_id != 0 ? p.vendor_id : device->vendor_id;
+  if (peer.vendor_id != our_vendor)
+    return missing_required(p, 0, Outcome::vendor_mismatch,
+                            "peer vendor " + hex(peer.vendor_id) + " != ours " + hex(our_vendor));
+  uint32_t ours = p.wanted == 0 ? device->options : (device->options & p.wanted);
+  uint32_t accepted = peer.options & ours;
+  return missing_required(p, accepted, Outcome::negotiated, "accepted " + hex(accepted));
+}
+
+Decision on_reply(const Policy& p, const std::optional<prov::Ece>& offered, const prov::Ece& reply) {
+  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, "ECE off"};
+  if (!offered) return missing_required(p, 0, Outcome::unsupported, "this device has no ECE");
+  if (reply.vendor_id == 0)
+    return missing_required(p, 0, Outcome::unsupported, "peer accepted no ECE");
+  if (reply.vendor_id != offered->vendor_id)
+    return missing_required(p, 0, Outcome::vendor_mismatch,
+                            "peer vendor " + hex(reply.vendor_id) + " != ours " + hex(offered->vendor_id));
+  // The passive side may only narrow our offer; anything beyond it is not in force.
+  uint32_t accepted = reply.options & offered->options;
+  return missing_required(p, accepted, Outcome::negotiated, "accepted " + hex(accepted));
+}
+
+}  // namespace wireup::ece

@@ -1,0 +1,47 @@
+// Application-owned QPs: named transitions driven by rdma_init_qp_attr.
+//
+// The CM knows the path (AV, MTU, PSNs, the remote QPN); the transport may cap or override
+// a few knobs. Each transition checks that the attributes the verbs spec requires for it are
+// present before calling ibv_modify_qp, so a missing one is named instead of surfacing as a
+// bare EINVAL from the driver.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "common/status.h"
+#include "provider/provider.h"
+
+namespace wireup::qp {
+
+// Transport overrides; unset fields keep what the CM chose.
+struct QpOverrides {
+  std::optional<uint32_t> path_mtu;          // enum ibv_mtu 1..5 (256..4096 bytes); caps the CM's
+  std::optional<uint8_t> timeout;            // local ACK timeout 0..31: 4.096 us * 2^v (14 = 67.1 ms)
+  std::optional<uint8_t> retry_cnt;          // transport retries 0..7
+  std::optional<uint8_t> rnr_retry;          // RNR retries 0..7, 7 = infinite
+  std::optional<uint8_t> min_rnr_timer;      // RNR NAK timer index 0..31 (12 = 0.64 ms)
+  std::optional<uint8_t> max_rd_atomic;      // outstanding RDMA reads/atomics we initiate; caps
+  std::optional<uint8_t> max_dest_rd_atomic; // ... the peer may have outstanding at us; caps
+  std::optional<uint32_t> access_flags;      // replaces the CM's (IBV_ACCESS_*)
+};
+
+// Checks the overrides' ranges; the error names the field and the allowed range.
+Status validate(const QpOverrides& o);
+
+// Attribute bits each transition of a connected (RC/UC) QP requires (IBTA 11.2.5.2 table).
+uint32_t required_mask(prov::QpState to);
+
+// Applies the overrides to what the CM answered for `to` (pure; exposed for tests).
+prov::QpAttrWithMask apply_overrides(prov::QpAttrWithMask cm, prov::QpState to, const QpOverrides& o);
+
+// Checks that `m` carries every bit required for `to`; the error lists the missing ones.
+Status check_required(const prov::QpAttrWithMask& m, prov::QpState to, uint32_t qpn);
+
+Status to_init(prov::Qp& qp, prov::CmId& id, const QpOverrides& o = {});
+Status to_rtr(prov::Qp& qp, prov::CmId& id, const QpOverrides& o = {});
+Status to_rts(prov::Qp& qp, prov::CmId& id, const QpOverrides& o = {});
+// Moves a QP to ERR so outstanding work is flushed (no CM involvement).
+Status to_error(prov::Qp& qp);
+
+}  // namespace wireup::qp

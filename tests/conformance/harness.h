@@ -1,0 +1,117 @@
+// Test-side plumbing for the conformance suite: a fabric of two nodes from one provider,
+// event waits with a bound, and an application-owned QP with a small data path.
+//
+// The suite is written only against src/provider/provider.h so that it runs unchanged on
+// every provider (rdma inside the soft-RoCE VM, sim in-process).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "provider/provider.h"
+
+namespace wireup::conf {
+
+using namespace std::chrono_literals;
+
+class TestFabric {
+ public:
+  virtual ~TestFabric() = default;
+  virtual std::string name() const = 0;
+  // Node 0 is the passive side, node 1 the active side (the same provider on rdma).
+  virtual prov::Provider& provider(int node) = 0;
+  // A listen/connect address of `node` (port 0: the listener picks one).
+  virtual prov::SockAddr address(int node) = 0;
+  // Whether QPs carry data (SEND/RECV) on this provider.
+  virtual bool has_data_path() const = 0;
+  // Whether blocking calls (migrate, destroy with un-acked events) really block here.
+  virtual bool calls_can_block() const = 0;
+};
+
+// Defined once per provider binary (rdma_fabric.cc, sim_fabric.cc). A fabric that cannot
+// exist here returns an error whose message says why; the suite then skips loudly, except
+// inside the VM (WIREUP_IN_VM=1), where that is a failure.
+Result<std::unique_ptr<TestFabric>> make_fabric();
+
+// Next event on `ch`, waiting at most `timeout` (virtual time on sim).
+Result<prov::CmEvent> next_event(prov::Provider& p, prov::EventChannel& ch,
+                                 Nanos timeout = std::chrono::seconds(10));
+
+// Next event, which must be of type `want`; otherwise a gtest failure naming what came.
+prov::CmEvent expect_event(prov::Provider& p, prov::EventChannel& ch, prov::CmEventType want,
+                           Nanos timeout = std::chrono::seconds(10));
+
+// No event arrives on `ch` within `window`.
+void expect_no_event(prov::Provider& p, prov::EventChannel& ch, Nanos window);
+
+// PD, CQ, one RC QP and a registered buffer on one device: what a transport would own.
+struct AppQp {
+  std::unique_ptr<prov::Pd> pd;
+  std::unique_ptr<prov::Cq> cq;
+  std::unique_ptr<prov::Qp> qp;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(256);
+  std::unique_ptr<prov::Mr> mr;
+
+  static Result<AppQp> create(prov::Device& dev);
+  // Drive the QP to `state` with the attributes rdma_init_qp_attr gives for it.
+  Status to_state(prov::CmId& id, prov::QpState state);
+  Status post_recv();
+  Status send(const std::string& text);
+  // Waits (busy poll, bounded) for a completion of the given opcode; returns its payload
+  // for a RECV.
+  Result<std::string> wait_completion(int opcode, std::chrono::milliseconds bound = 5000ms);
+};
+
+// A listening id on node 0 with its own channel.
+struct Listener {
+  std::unique_ptr<prov::EventChannel> ch;
+  std::unique_ptr<prov::CmId> id;
+  prov::SockAddr addr;  // with the port the listener got
+  static Result<Listener> create(TestFabric& f, int backlog = 128);
+};
+
+// The active side of one connection, resolved up to ROUTE_RESOLVED.
+struct Active {
+  std::unique_ptr<prov::EventChannel> ch;
+  std::unique_ptr<prov::CmId> id;
+  static Result<Active> resolve(TestFabric& f, const prov::SockAddr& dst);
+};
+
+bool in_vm();
+
+}  // namespace wireup::conf
+
+// Skip loudly when the fabric cannot exist here; fail instead inside the VM.
+#define WIREUP_REQUIRE_FABRIC(fabric_var)                                            \
+  auto fabric_result_ = ::wireup::conf::make_fabric();                               \
+  if (!fabric_result_) {                                                             \
+    if (::wireup::conf::in_vm()) FAIL() << fabric_result_.error().message();         \
+    GTEST_SKIP() << "SKIPPED LOUDLY: " << fabric_result_.error().message();          \
+  }                                                                                  \
+  auto& fabric_var = *fabric_result_.value()
+
+namespace wireup::conf {
+
+// Both ends of one application-owned-QP connection, established and verified.
+struct Pair {
+  Active active;
+  AppQp active_qp;
+  std::unique_ptr<prov::CmId> passive_id;  // on the listener's channel
+  AppQp passive_qp;
+};
+
+struct PairOptions {
+  std::vector<uint8_t> req_private_data;
+  std::vector<uint8_t> rep_private_data;
+  bool exchange_messages = true;  // a SEND each way (needs a data path)
+};
+
+// The ext-QP flow end to end: connect with qp_num and no QP on the id -> CONNECT_RESPONSE ->
+// RTR/RTS -> establish; passive: CONNECT_REQUEST -> QP to RTS -> accept(qp_num) -> ESTABLISHED.
+Result<Pair> connect_pair(TestFabric& f, Listener& l, const PairOptions& o = {});
+
+}  // namespace wireup::conf

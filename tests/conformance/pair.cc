@@ -1,0 +1,84 @@
+#include "tests/conformance/harness.h"
+
+namespace wireup::conf {
+
+using prov::CmEventType;
+using prov::QpState;
+
+namespace {
+Error unexpected(const char* what, const prov::CmEvent& ev) {
+  return Error::make(ErrorCode::protocol_error, what, "unexpected " + ev.describe());
+}
+}  // namespace
+
+Result<Pair> connect_pair(TestFabric& f, Listener& l, const PairOptions& o) {
+  prov::Provider& pp = f.provider(0);
+  prov::Provider& ap = f.provider(1);
+  Pair pair;
+  auto act = Active::resolve(f, l.addr);
+  if (!act) return act.error();
+  pair.active = std::move(act).value();
+  prov::CmId& aid = *pair.active.id;
+  if (aid.device() == nullptr)
+    return Error::make(ErrorCode::no_device, "connect_pair", "resolved id has no device");
+  auto aqp = AppQp::create(*aid.device());
+  if (!aqp) return aqp.error();
+  pair.active_qp = std::move(aqp).value();
+  WIREUP_TRY(pair.active_qp.to_state(aid, QpState::init));
+  if (o.exchange_messages) WIREUP_TRY(pair.active_qp.post_recv());
+
+  prov::ConnParam cp;
+  cp.qp_num = pair.active_qp.qp->qpn();
+  cp.private_data = o.req_private_data;
+  WIREUP_TRY(aid.connect(cp));
+
+  auto req = next_event(pp, *l.ch);
+  if (!req) return req.error();
+  if (req->type != CmEventType::connect_request) return unexpected("CONNECT_REQUEST", *req);
+  if (req->qp_num != cp.qp_num)
+    return Error::make(ErrorCode::protocol_error, "CONNECT_REQUEST",
+                       "qp_num " + std::to_string(req->qp_num) + " != sent " + std::to_string(cp.qp_num));
+  pair.passive_id = std::move(req->new_id);
+  prov::CmId& pid = *pair.passive_id;
+  auto pqp = AppQp::create(*pid.device());
+  if (!pqp) return pqp.error();
+  pair.passive_qp = std::move(pqp).value();
+  WIREUP_TRY(pair.passive_qp.to_state(pid, QpState::init));
+  if (o.exchange_messages) WIREUP_TRY(pair.passive_qp.post_recv());
+  WIREUP_TRY(pair.passive_qp.to_state(pid, QpState::rtr));
+  WIREUP_TRY(pair.passive_qp.to_state(pid, QpState::rts));
+  prov::ConnParam ap_param;
+  ap_param.qp_num = pair.passive_qp.qp->qpn();
+  ap_param.private_data = o.rep_private_data;
+  WIREUP_TRY(pid.accept(ap_param));
+  req->ack();
+
+  auto resp = next_event(ap, *pair.active.ch);
+  if (!resp) return resp.error();
+  if (resp->type != CmEventType::connect_response) return unexpected("CONNECT_RESPONSE", *resp);
+  if (resp->qp_num != ap_param.qp_num)
+    return Error::make(ErrorCode::protocol_error, "CONNECT_RESPONSE", "qp_num mismatch");
+  WIREUP_TRY(pair.active_qp.to_state(aid, QpState::rtr));
+  WIREUP_TRY(pair.active_qp.to_state(aid, QpState::rts));
+  WIREUP_TRY(aid.establish());
+  resp->ack();
+
+  auto est = next_event(pp, *l.ch);
+  if (!est) return est.error();
+  if (est->type != CmEventType::established || est->id != &pid) return unexpected("ESTABLISHED", *est);
+  est->ack();
+
+  if (o.exchange_messages && f.has_data_path()) {
+    WIREUP_TRY(pair.active_qp.send("ping"));
+    auto got = pair.passive_qp.wait_completion(prov::wc_opcode_recv);
+    if (!got) return got.error();
+    if (*got != "ping") return Error::make(ErrorCode::protocol_error, "RECV", "payload '" + *got + "'");
+    WIREUP_TRY(pair.passive_qp.send("pong"));
+    auto back = pair.active_qp.wait_completion(prov::wc_opcode_recv);
+    if (!back) return back.error();
+    if (*back != "pong") return Error::make(ErrorCode::protocol_error, "RECV", "payload '" + *back + "'");
+  }
+  return pair;
+}
+
+}  // namespace wireup::conf

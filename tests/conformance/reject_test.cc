@@ -1,0 +1,63 @@
+// Rejects: by the consumer with private data, and by nobody listening.
+#include "tests/conformance/harness.h"
+
+namespace wireup::conf {
+namespace {
+
+using prov::CmEventType;
+using prov::QpState;
+
+TEST(Conformance, RejectWithPrivateDataGivesStatus28) {
+  WIREUP_REQUIRE_FABRIC(f);
+  auto l = Listener::create(f);
+  ASSERT_TRUE(l) << l.error().message();
+  auto a = Active::resolve(f, l->addr);
+  ASSERT_TRUE(a) << a.error().message();
+  auto aqp = AppQp::create(*a->id->device());
+  ASSERT_TRUE(aqp);
+  ASSERT_TRUE(aqp->to_state(*a->id, QpState::init));
+  prov::ConnParam cp;
+  cp.qp_num = aqp->qp->qpn();
+  ASSERT_TRUE(a->id->connect(cp));
+  auto req = expect_event(f.provider(0), *l->ch, CmEventType::connect_request);
+  auto pid = std::move(req.new_id);
+  ASSERT_NE(pid, nullptr);
+  const std::string why = "stranger: wrong job key";
+  ASSERT_TRUE(pid->reject({reinterpret_cast<const uint8_t*>(why.data()), why.size()}));
+  req.ack();
+  auto rej = expect_event(f.provider(1), *a->ch, CmEventType::rejected);
+  EXPECT_EQ(rej.status, prov::reject_reason::consumer);
+  ASSERT_GE(rej.private_data.size(), why.size());
+  EXPECT_EQ(std::string(rej.private_data.begin(), rej.private_data.begin() + why.size()), why);
+  // As with the REQ, the receiver gets the whole REJ field.
+  EXPECT_EQ(rej.private_data.size(), prov::private_data_limit::rej);
+}
+
+// What the stack answers to a REQ for a port nobody listens on: the remote IB CM rejects
+// with reason 8 (invalid service id) rather than letting the REQ time out.
+TEST(Conformance, ConnectWhereNothingListens) {
+  WIREUP_REQUIRE_FABRIC(f);
+  prov::SockAddr dst;
+  {
+    auto l = Listener::create(f);  // take a port, then close it: nobody listens there now
+    ASSERT_TRUE(l) << l.error().message();
+    dst = l->addr;
+  }
+  auto a = Active::resolve(f, dst);
+  ASSERT_TRUE(a) << a.error().message();
+  auto aqp = AppQp::create(*a->id->device());
+  ASSERT_TRUE(aqp);
+  ASSERT_TRUE(aqp->to_state(*a->id, QpState::init));
+  prov::ConnParam cp;
+  cp.qp_num = aqp->qp->qpn();
+  ASSERT_TRUE(a->id->connect(cp));
+  auto ev = next_event(f.provider(1), *a->ch, std::chrono::seconds(30));
+  ASSERT_TRUE(ev) << ev.error().message();
+  RecordProperty("no_listener_event", prov::to_string(ev->type));
+  RecordProperty("no_listener_status", ev->status);
+  EXPECT_EQ(ev->type, CmEventType::rejected) << ev->describe();
+  EXPECT_EQ(ev->status, prov::reject_reason::no_listener) << ev->describe();
+}
+
+}  // namespace
+}  // namespace wireup::conf
