@@ -1,0 +1,95 @@
+#!/bin/sh
+# /init of the wireup VM initramfs (runs as PID 1 under busybox sh). Copied in by prepare.sh.
+#
+# 1. loads the modules listed in /lib/modules/load.list (dependencies first),
+# 2. mounts the host root read-only (9p tag "hostroot") on /newroot, with fresh proc, sys,
+#    devtmpfs and tmpfs mounts, and the writable host share (9p tag "share") at its host path,
+# 3. brings up lo and dummy0 (10.0.0.1/24) and the soft-RoCE device rxe0 on dummy0,
+# 4. runs the command script command.sh left in SHARE/.wireup-vm/RUN/ inside the chroot,
+# 5. writes the exit status next to it and powers off (sysrq o).
+#
+# Kernel command line parameters: wireup.run=RUN (required), wireup.verbose=1.
+
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+exec </dev/null >/dev/console 2>&1
+
+poweroff_now() {
+  sync
+  echo o >/proc/sysrq-trigger
+  sleep 30
+}
+fail() {
+  echo "wireup-vm: init: $*"
+  poweroff_now
+}
+
+RUN=""
+VERBOSE=0
+# shellcheck disable=SC2013  # the command line is one line of words
+for w in $(cat /proc/cmdline); do
+  case "$w" in
+    wireup.run=*) RUN=${w#wireup.run=} ;;
+    wireup.verbose=1) VERBOSE=1 ;;
+  esac
+done
+[ -n "$RUN" ] || fail "no wireup.run= on the kernel command line"
+[ "$VERBOSE" = 1 ] && set -x
+
+while read -r mod args; do
+  [ -n "$mod" ] || continue
+  # shellcheck disable=SC2086  # args are word lists by design
+  insmod "/lib/modules/$mod.ko" $args || fail "insmod $mod $args failed"
+done </lib/modules/load.list
+
+opts=trans=virtio,version=9p2000.L,msize=512000
+mount -t 9p -o "$opts,ro,cache=loose" hostroot /newroot || fail "cannot mount the host root (9p hostroot)"
+mount -t 9p -o "$opts,cache=mmap" share /share || fail "cannot mount the share (9p share)"
+RUNDIR=/share/.wireup-vm/$RUN
+[ -f "$RUNDIR/share_path" ] || fail "$RUNDIR/share_path missing"
+SHARE_PATH=$(cat "$RUNDIR/share_path")
+
+R=/newroot
+mount -t proc proc $R/proc || fail "mount proc"
+mount -t sysfs sysfs $R/sys || fail "mount sysfs"
+mount -t devtmpfs devtmpfs $R/dev || fail "mount devtmpfs"
+mkdir -p $R/dev/pts $R/dev/shm
+mount -t devpts -o newinstance,ptmxmode=0666 devpts $R/dev/pts
+mount -t tmpfs -o mode=1777 tmpfs $R/dev/shm
+for d in /tmp /run /var/tmp; do
+  [ -d "$R$d" ] && mount -t tmpfs -o mode=1777 tmpfs "$R$d"
+done
+mkdir -p "$R$SHARE_PATH" 2>/dev/null # succeeds only below a tmpfs; elsewhere it exists already
+mount -o bind /share "$R$SHARE_PATH" || fail "cannot bind the share to $SHARE_PATH"
+
+hostname wireup-vm
+echo wireup-vm >/proc/sys/kernel/hostname
+in_root() { chroot $R "$@"; }
+in_root ip link set lo up || fail "ip link set lo up"
+in_root ip link add dummy0 type dummy || fail "ip link add dummy0"
+in_root ip addr add 10.0.0.1/24 dev dummy0 || fail "ip addr add"
+in_root ip link set dummy0 up || fail "ip link set dummy0 up"
+in_root rdma link add rxe0 type rxe netdev dummy0 || fail "rdma link add rxe0"
+i=0
+until in_root rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE'; do
+  i=$((i + 1))
+  [ $i -le 100 ] || fail "rxe0 did not become ACTIVE"
+  usleep 50000
+done
+
+# RDMA memory registration pins pages: lift the locked-memory limit (busybox ash has -l/-n).
+# shellcheck disable=SC3045
+ulimit -l unlimited 2>/dev/null
+# shellcheck disable=SC3045
+ulimit -n 65536 2>/dev/null
+[ "$VERBOSE" = 1 ] && set +x
+
+date +%s >"$RUNDIR/started" # its host mtime marks the end of the boot
+echo "===== wireup-vm $RUN: command start ====="
+chroot $R /usr/bin/env -i /bin/bash "$SHARE_PATH/.wireup-vm/$RUN/command.sh" </dev/null
+rc=$?
+echo "$rc" >"$RUNDIR/status"
+echo "===== wireup-vm $RUN: command end, exit $rc ====="
+poweroff_now
