@@ -1,0 +1,170 @@
+// The parameter table: every key wireup reads, its type, legal range, default and help.
+// Adding a key = one row here + one field in settings.h + one entry in config/default.toml
+// (tests/unit/config_table_test.cc fails until all three agree).
+#include "config/params.h"
+
+#include "config/param_store.h"
+
+namespace wireup::config {
+namespace {
+
+constexpr EnumChoice kPathMtu[] = {{"auto", 0},     {"256", 256},   {"512", 512},
+                                   {"1024", 1024}, {"2048", 2048}, {"4096", 4096}};
+constexpr EnumChoice kEceMode[] = {{"off", static_cast<int64_t>(EceMode::off)},
+                                   {"auto", static_cast<int64_t>(EceMode::automatic)},
+                                   {"on", static_cast<int64_t>(EceMode::on)},
+                                   {"required", static_cast<int64_t>(EceMode::required)}};
+constexpr EnumChoice kLogLevel[] = {{"error", static_cast<int64_t>(log::Level::error)},
+                                    {"warn", static_cast<int64_t>(log::Level::warn)},
+                                    {"info", static_cast<int64_t>(log::Level::info)},
+                                    {"debug", static_cast<int64_t>(log::Level::debug)},
+                                    {"trace", static_cast<int64_t>(log::Level::trace)}};
+
+constexpr int64_t kMinute = 60 * 1000;
+constexpr int64_t kDay = 24 * 60 * kMinute;
+
+using T = ParamType;
+
+const Section kSections[] = {
+    {"device", "which RDMA device and port this process uses (see src/topo for the ranking)"},
+    {"cm", "rdma_cm identifiers: listen port, backlog, resolve timeouts, per-id options"},
+    {"qp", "queue-pair attributes applied on the way to RTR/RTS and at creation"},
+    {"ece", "Enhanced Connection Establishment: what to ask the device for and what to insist on"},
+    {"engine", "the wireup engine: windows, retries, backoff, overall timeout, lanes, job key"},
+    {"log", "diagnostics"},
+};
+
+const Param kParams[] = {
+    // [device]
+    {.section = "device", .key = "include", .type = T::string_list, .default_toml = "[]",
+     .help = "Only these devices (e.g. [\"mlx5_0\", \"mlx5_2\"]) are candidates; empty = all. "
+             "The locality ranking still orders the ones left.",
+     .store = WIREUP_STORE(device, include)},
+    {.section = "device", .key = "exclude", .type = T::string_list, .default_toml = "[]",
+     .help = "Devices never used, whatever the ranking says (e.g. a management NIC).",
+     .store = WIREUP_STORE(device, exclude)},
+    {.section = "device", .key = "port", .type = T::integer, .default_toml = "1",
+     .help = "Port number on the chosen device; a port that is not ACTIVE is skipped.",
+     .min = 1, .max = 255, .store = WIREUP_STORE(device, port)},
+    {.section = "device", .key = "gid_index", .type = T::integer, .default_toml = "-1",
+     .help = "GID table index for RoCE; -1 lets the CM choose from the bound address.",
+     .min = -1, .max = 255, .store = WIREUP_STORE(device, gid_index)},
+    {.section = "device", .key = "local_rank", .type = T::integer, .default_toml = "-1",
+     .help = "This process's rank among those on the node, used to spread processes over equally "
+             "near devices; -1 = read it from the launcher (OMPI_COMM_WORLD_LOCAL_RANK, ...).",
+     .min = -1, .max = 65535, .store = WIREUP_STORE(device, local_rank)},
+    // [cm]
+    {.section = "cm", .key = "port", .type = T::integer, .default_toml = "0",
+     .help = "TCP-space port to listen on; 0 = ephemeral (the address is published out of band).",
+     .min = 0, .max = 65535, .store = WIREUP_STORE(cm, port)},
+    {.section = "cm", .key = "backlog", .type = T::integer, .default_toml = "1024",
+     .help = "rdma_listen backlog: connect requests queued before the passive side takes them.",
+     .min = 1, .max = 65536, .store = WIREUP_STORE(cm, backlog)},
+    {.section = "cm", .key = "resolve_addr_timeout_ms", .type = T::duration_ms,
+     .default_toml = "2000", .help = "rdma_resolve_addr timeout per attempt.",
+     .min = 1, .max = 10 * kMinute, .store = WIREUP_STORE(cm, resolve_addr_timeout)},
+    {.section = "cm", .key = "resolve_route_timeout_ms", .type = T::duration_ms,
+     .default_toml = "2000", .help = "rdma_resolve_route timeout per attempt.",
+     .min = 1, .max = 10 * kMinute, .store = WIREUP_STORE(cm, resolve_route_timeout)},
+    {.section = "cm", .key = "tos", .type = T::integer, .default_toml = "-1",
+     .help = "IP type of service for RoCE traffic (RDMA_OPTION_ID_TOS); -1 = leave unset.",
+     .min = -1, .max = 255, .store = WIREUP_STORE(cm, tos)},
+    {.section = "cm", .key = "ack_timeout", .type = T::integer, .default_toml = "-1",
+     .help = "RDMA_OPTION_ID_ACK_TIMEOUT: local ACK timeout = 4.096 us * 2^v; -1 = leave unset.",
+     .min = -1, .max = 31, .store = WIREUP_STORE(cm, ack_timeout)},
+    {.section = "cm", .key = "reuseaddr", .type = T::boolean, .default_toml = "false",
+     .help = "RDMA_OPTION_ID_REUSEADDR on the listening id, to rebind a fixed port at once.",
+     .store = WIREUP_STORE(cm, reuseaddr)},
+    // [qp]
+    {.section = "qp", .key = "path_mtu", .type = T::enumeration, .default_toml = "\"auto\"",
+     .help = "Path MTU in bytes; auto = the port's active MTU as rdma_init_qp_attr reports it.",
+     .choices = kPathMtu, .store = WIREUP_STORE(qp, path_mtu)},
+    {.section = "qp", .key = "timeout", .type = T::integer, .default_toml = "14",
+     .help = "Local ACK timeout exponent: 4.096 us * 2^v (14 = 67.1 ms).",
+     .min = 0, .max = 31, .store = WIREUP_STORE(qp, timeout)},
+    {.section = "qp", .key = "retry_cnt", .type = T::integer, .default_toml = "7",
+     .help = "Transport retries after an ACK timeout before the QP goes to error.",
+     .min = 0, .max = 7, .store = WIREUP_STORE(qp, retry_cnt)},
+    {.section = "qp", .key = "rnr_retry", .type = T::integer, .default_toml = "7",
+     .help = "Receiver-not-ready retries; 7 = retry forever.",
+     .min = 0, .max = 7, .store = WIREUP_STORE(qp, rnr_retry)},
+    {.section = "qp", .key = "min_rnr_timer", .type = T::integer, .default_toml = "12",
+     .help = "RNR NAK timer code advertised to the peer (12 = 0.64 ms).",
+     .min = 0, .max = 31, .store = WIREUP_STORE(qp, min_rnr_timer)},
+    {.section = "qp", .key = "max_rd_atomic", .type = T::integer, .default_toml = "1",
+     .help = "Outstanding RDMA reads/atomics this QP initiates.",
+     .min = 0, .max = 16, .store = WIREUP_STORE(qp, max_rd_atomic)},
+    {.section = "qp", .key = "max_dest_rd_atomic", .type = T::integer, .default_toml = "1",
+     .help = "Outstanding RDMA reads/atomics this QP accepts as a target.",
+     .min = 0, .max = 16, .store = WIREUP_STORE(qp, max_dest_rd_atomic)},
+    {.section = "qp", .key = "max_send_wr", .type = T::integer, .default_toml = "128",
+     .help = "Send queue depth requested at QP creation.",
+     .min = 1, .max = 65536, .store = WIREUP_STORE(qp, max_send_wr)},
+    {.section = "qp", .key = "max_recv_wr", .type = T::integer, .default_toml = "128",
+     .help = "Receive queue depth requested at QP creation.",
+     .min = 1, .max = 65536, .store = WIREUP_STORE(qp, max_recv_wr)},
+    {.section = "qp", .key = "max_send_sge", .type = T::integer, .default_toml = "1",
+     .help = "Scatter/gather entries per send work request.",
+     .min = 1, .max = 32, .store = WIREUP_STORE(qp, max_send_sge)},
+    {.section = "qp", .key = "max_recv_sge", .type = T::integer, .default_toml = "1",
+     .help = "Scatter/gather entries per receive work request.",
+     .min = 1, .max = 32, .store = WIREUP_STORE(qp, max_recv_sge)},
+    {.section = "qp", .key = "max_inline_data", .type = T::integer, .default_toml = "0",
+     .help = "Bytes of inline send data requested at QP creation (0 = none).",
+     .min = 0, .max = 1024, .store = WIREUP_STORE(qp, max_inline_data)},
+    // [ece]
+    {.section = "ece", .key = "mode", .type = T::enumeration, .default_toml = "\"auto\"",
+     .help = "off = never touch ECE; auto = use it when both sides support it; on = use it, log "
+             "peers without it; required = reject peers that do not accept required_options.",
+     .choices = kEceMode, .store = WIREUP_STORE(ece, mode)},
+    {.section = "ece", .key = "options", .type = T::uint32, .default_toml = "\"0x0\"",
+     .help = "ECE option bits offered to the peer; 0 = what ibv_query_ece reports.",
+     .store = WIREUP_STORE(ece, options)},
+    {.section = "ece", .key = "required_options", .type = T::uint32, .default_toml = "\"0x0\"",
+     .help = "ECE option bits the peer must accept when mode = required.",
+     .store = WIREUP_STORE(ece, required_options)},
+    {.section = "ece", .key = "vendor_id", .type = T::uint32, .default_toml = "\"0x0\"",
+     .help = "ECE vendor id; 0 = the device's own (ECE with vendor id 0 is EINVAL).",
+     .store = WIREUP_STORE(ece, vendor_id)},
+    // [engine]
+    {.section = "engine", .key = "connect_window", .type = T::integer, .default_toml = "64",
+     .help = "Connects in flight per process; bounds the burst of REQs each rank sends.",
+     .min = 1, .max = 65536, .store = WIREUP_STORE(engine, connect_window)},
+    {.section = "engine", .key = "qp_create_window", .type = T::integer, .default_toml = "32",
+     .help = "QP creations in flight per process; creation is the slowest verbs call in wireup.",
+     .min = 1, .max = 65536, .store = WIREUP_STORE(engine, qp_create_window)},
+    {.section = "engine", .key = "max_attempts", .type = T::integer, .default_toml = "5",
+     .help = "Connect attempts per (peer, lane) before the peer is reported as failed.",
+     .min = 1, .max = 1000, .store = WIREUP_STORE(engine, max_attempts)},
+    {.section = "engine", .key = "backoff_initial_ms", .type = T::duration_ms,
+     .default_toml = "50", .help = "Delay before the first retry; doubles per attempt.",
+     .min = 1, .max = kMinute, .store = WIREUP_STORE(engine, backoff_initial)},
+    {.section = "engine", .key = "backoff_max_ms", .type = T::duration_ms,
+     .default_toml = "5000", .help = "Cap on the retry delay; must be >= backoff_initial_ms.",
+     .min = 1, .max = 10 * kMinute, .store = WIREUP_STORE(engine, backoff_max)},
+    {.section = "engine", .key = "backoff_jitter", .type = T::real, .default_toml = "0.25",
+     .help = "Fraction of each retry delay drawn at random so that retries do not synchronise.",
+     .dmin = 0.0, .dmax = 1.0, .store = WIREUP_STORE(engine, backoff_jitter)},
+    {.section = "engine", .key = "wireup_timeout_ms", .type = T::duration_ms,
+     .default_toml = "300000",
+     .help = "Deadline for the whole wireup; peers not connected by then are reported failed.",
+     .min = 1, .max = kDay, .store = WIREUP_STORE(engine, wireup_timeout)},
+    {.section = "engine", .key = "lanes", .type = T::integer, .default_toml = "1",
+     .help = "Connections per peer when the transport does not say.",
+     .min = 1, .max = 1024, .store = WIREUP_STORE(engine, lanes)},
+    {.section = "engine", .key = "job_key", .type = T::uint64, .default_toml = "\"0x0\"",
+     .help = "64-bit secret shared by the job, checked in every connect request; 0 = the "
+             "transport must pass it through the API. Prefer the environment to a file.",
+     .secret = true, .store = WIREUP_STORE(engine, job_key)},
+    // [log]
+    {.section = "log", .key = "level", .type = T::enumeration, .default_toml = "\"warn\"",
+     .help = "Least severe message printed to stderr.",
+     .choices = kLogLevel, .store = WIREUP_STORE(log, level)},
+};
+
+}  // namespace
+
+std::span<const Param> params() { return kParams; }
+std::span<const Section> sections() { return kSections; }
+
+}  // namespace wireup::config

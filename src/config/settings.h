@@ -1,0 +1,109 @@
+// The typed settings every layer reads. Filled by config::load() from the parameter table in
+// params.cc (defaults < TOML file < API overrides < environment); nothing below reads files or
+// the environment itself, so the engine can be handed a Settings built in a test.
+//
+// The in-class initializers are the built-in defaults. They must equal the "default" column
+// of the table; tests/unit/config_table_test.cc checks that they do.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+
+namespace wireup::config {
+
+using std::chrono::milliseconds;
+
+struct DeviceSettings {
+  std::vector<std::string> include;  // if non-empty, only these devices are candidates
+  std::vector<std::string> exclude;  // never use these devices
+  int port = 1;                      // port number on the chosen device
+  int gid_index = -1;                // -1: let the CM pick the GID
+  int local_rank = -1;               // -1: taken from the launcher's environment elsewhere
+  bool operator==(const DeviceSettings&) const = default;
+};
+
+struct CmSettings {
+  int port = 0;  // listen port; 0 = ephemeral (published out of band anyway)
+  int backlog = 1024;
+  milliseconds resolve_addr_timeout{2000};
+  milliseconds resolve_route_timeout{2000};
+  int tos = -1;          // -1: leave rdma_set_option(RDMA_OPTION_ID_TOS) alone
+  int ack_timeout = -1;  // -1: unset; else local ACK timeout 4.096 us * 2^v
+  bool reuseaddr = false;
+  bool operator==(const CmSettings&) const = default;
+};
+
+// Path MTU in bytes; `automatic` keeps the port's active MTU as rdma_init_qp_attr reports it.
+enum class PathMtu : uint16_t {
+  automatic = 0,
+  mtu_256 = 256,
+  mtu_512 = 512,
+  mtu_1024 = 1024,
+  mtu_2048 = 2048,
+  mtu_4096 = 4096,
+};
+
+struct QpSettings {
+  PathMtu path_mtu = PathMtu::automatic;
+  int timeout = 14;  // 4.096 us * 2^14 = 67.1 ms local ACK timeout
+  int retry_cnt = 7;
+  int rnr_retry = 7;  // 7 = retry forever
+  int min_rnr_timer = 12;
+  int max_rd_atomic = 1;
+  int max_dest_rd_atomic = 1;
+  int max_send_wr = 128;
+  int max_recv_wr = 128;
+  int max_send_sge = 1;
+  int max_recv_sge = 1;
+  int max_inline_data = 0;
+  bool operator==(const QpSettings&) const = default;
+};
+
+enum class EceMode : uint8_t {
+  off,        // never query or set ECE
+  automatic,  // use ECE when both devices support it, carry on without when not
+  on,         // use it; a peer without ECE is logged, not rejected
+  required,   // reject peers whose ECE does not cover required_options
+};
+
+struct EceSettings {
+  EceMode mode = EceMode::automatic;
+  uint32_t options = 0;           // 0: ask the device (ibv_query_ece)
+  uint32_t required_options = 0;  // bits a peer must accept
+  uint32_t vendor_id = 0;         // 0: the device's own vendor id
+  bool operator==(const EceSettings&) const = default;
+};
+
+struct EngineSettings {
+  int connect_window = 64;    // connects in flight per process
+  int qp_create_window = 32;  // QP creations in flight per process
+  int max_attempts = 5;
+  milliseconds backoff_initial{50};
+  milliseconds backoff_max{5000};
+  double backoff_jitter = 0.25;  // fraction of the delay drawn at random
+  milliseconds wireup_timeout{300000};
+  int lanes = 1;          // connections per peer
+  uint64_t job_key = 0;   // 0: the transport must pass one through the API
+  bool operator==(const EngineSettings&) const = default;
+};
+
+struct LogSettings {
+  log::Level level = log::Level::warn;
+  bool operator==(const LogSettings&) const = default;
+};
+
+struct Settings {
+  DeviceSettings device;
+  CmSettings cm;
+  QpSettings qp;
+  EceSettings ece;
+  EngineSettings engine;
+  LogSettings log;
+  bool operator==(const Settings&) const = default;
+};
+
+}  // namespace wireup::config
