@@ -1,0 +1,32 @@
+// Parts of wireup_info shared between its files (the tool is wireup_info.cc).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/settings.h"
+#include "topo/rank.h"
+
+namespace wireup::info {
+
+struct ChoiceOptions {
+  std::string topology;              // --topology FILE.xml; empty = this machine
+  std::string cpus;                  // --cpus LIST; empty = this process's binding
+  std::string gpu;                   // --gpu ID
+  std::vector<std::string> devices;  // --devices; empty = what the machine (or XML) has
+  std::optional<int> local_rank;     // --local-rank
+};
+
+// The RDMA devices of this machine through the rdma provider: ports, state, vendor, ECE.
+// Returns the exit status (1 when the provider cannot list devices, with its sentence).
+int print_live_devices(const config::Settings& settings);
+
+// The candidates of this machine as the rank function wants them (name, PCI bus id, state of
+// the configured port), or the provider's error.
+Result<std::vector<topo::Candidate>> live_candidates(const config::Settings& settings);
+
+// Explain which device this process (or the one described by opts) gets, and why.
+int explain_choice(const ChoiceOptions& opts, const config::Settings& settings);
+
+}  // namespace wireup::info

@@ -1,0 +1,87 @@
+// Live device listing through the rdma provider. ECE support is probed the only way verbs
+// offers: ibv_query_ece on a scratch RC QP (EOPNOTSUPP = no ECE, as on rxe).
+#include <cinttypes>
+#include <cstdio>
+
+#include "provider/provider.h"
+#include "wireup_info.h"
+
+namespace wireup::info {
+namespace {
+
+std::string ece_support(prov::Device& dev) {
+  Result<std::unique_ptr<prov::Pd>> pd = dev.alloc_pd();
+  if (!pd) return "unknown (" + pd.error().message() + ")";
+  Result<std::unique_ptr<prov::Cq>> cq = dev.create_cq(1, false);
+  if (!cq) return "unknown (" + cq.error().message() + ")";
+  prov::QpInitAttr attr;
+  attr.send_cq = cq->get();
+  attr.recv_cq = cq->get();
+  attr.caps.max_send_wr = attr.caps.max_recv_wr = 1;
+  Result<std::unique_ptr<prov::Qp>> qp = (*pd)->create_qp(attr);
+  if (!qp) return "unknown (" + qp.error().message() + ")";
+  Result<prov::Ece> ece = (*qp)->query_ece();
+  if (ece.is_ok()) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "yes (vendor 0x%x, options 0x%x)", ece->vendor_id, ece->options);
+    return buf;
+  }
+  if (ece.code() == ErrorCode::not_supported) return "no";
+  return "unknown (" + ece.error().message() + ")";
+}
+
+bool active(prov::PortState s) { return s == prov::PortState::active || s == prov::PortState::active_defer; }
+
+}  // namespace
+
+Result<std::vector<topo::Candidate>> live_candidates(const config::Settings& settings) {
+  Result<std::unique_ptr<prov::Provider>> p = prov::create_rdma_provider();
+  if (!p) return p.error();
+  Result<std::vector<prov::Device*>> devs = (*p)->devices();
+  if (!devs) return devs.error();
+  std::vector<topo::Candidate> out;
+  for (prov::Device* d : *devs) {
+    topo::Candidate c;
+    c.name = d->info().name;
+    c.pci_busid = d->info().pci_bus_id;
+    c.port_text = "absent";
+    c.port = topo::PortStatus::inactive;  // until the configured port is found below
+    for (const prov::PortInfo& port : d->info().ports) {
+      if (port.port_num != settings.device.port) continue;
+      c.port_text = prov::to_string(port.state);
+      c.port = port.state == prov::PortState::unknown ? topo::PortStatus::unknown
+               : active(port.state)                   ? topo::PortStatus::active
+                                                      : topo::PortStatus::inactive;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+int print_live_devices(const config::Settings&) {
+  Result<std::unique_ptr<prov::Provider>> p = prov::create_rdma_provider();
+  if (!p) {
+    std::printf("devices: %s\n", p.error().message().c_str());
+    return 1;
+  }
+  Result<std::vector<prov::Device*>> devs = (*p)->devices();
+  if (!devs) {
+    std::printf("devices: %s\n", devs.error().message().c_str());
+    return 1;
+  }
+  std::printf("devices (rdma provider):\n");
+  for (prov::Device* d : *devs) {
+    const prov::DeviceInfo& i = d->info();
+    std::printf("  %-10s %-10s vendor 0x%04x part 0x%04x fw %s pci %s%s%s\n", i.name.c_str(), i.transport.c_str(),
+                i.vendor_id, i.vendor_part_id, i.fw_ver.empty() ? "-" : i.fw_ver.c_str(),
+                i.pci_bus_id.empty() ? "none" : i.pci_bus_id.c_str(), i.netdev.empty() ? "" : " netdev ",
+                i.netdev.c_str());
+    for (const prov::PortInfo& port : i.ports)
+      std::printf("    port %u: %-12s %-10s mtu %u\n", port.port_num, prov::to_string(port.state),
+                  port.link_layer.c_str(), port.active_mtu);
+    std::printf("    ECE: %s\n", ece_support(*d).c_str());
+  }
+  return 0;
+}
+
+}  // namespace wireup::info
