@@ -34,6 +34,7 @@ const char* to_string(FailKind k) {
     case FailKind::ece_rejected: return "ece_rejected";
     case FailKind::local_error: return "local_error";
     case FailKind::disconnected: return "disconnected";
+    case FailKind::timed_out: return "timed_out";
   }
   return "?";
 }

@@ -47,6 +47,7 @@ enum class FailKind : uint8_t {
   ece_rejected,    // this side refused the ECE answer (reason 35 sent)
   local_error,     // a local call failed (QP creation, modify, ...): see Failure::error
   disconnected,    // DISCONNECTED before the connection was established
+  timed_out,       // the owner's deadline passed first
 };
 const char* to_string(FailKind k);
 

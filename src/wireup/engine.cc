@@ -1,0 +1,431 @@
+// Engine lifecycle, the active side, retries and the progress loop.
+// The passive side (requests, strangers) is in engine_passive.cc.
+#include "wireup/engine.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "wireup/address.h"
+#include "wireup/plan.h"
+
+namespace wireup {
+namespace {
+
+Error bad_option(const std::string& what) {
+  return Error::make(ErrorCode::invalid_argument, "Engine::create", what);
+}
+
+}  // namespace
+
+std::string PeerError::describe() const {
+  std::string s = "rank " + std::to_string(peer) + " lane " + std::to_string(lane) + " (" +
+                  (role == cm::Role::active ? "active" : "passive") + ", " + std::to_string(attempts) +
+                  " attempt" + (attempts == 1 ? "" : "s") + "): " + failure.describe();
+  if (failure.kind == cm::FailKind::rejected) {
+    auto h = decode(failure.private_data);
+    if (h && h->kind == WireKind::reject) s += " [peer said: " + std::string(to_string(h->reason)) + "]";
+  }
+  return s;
+}
+
+Engine::Engine(prov::Provider& p, EngineOptions o, qp::QpFactory f)
+    : prov_(p), opt_(std::move(o)), factory_(std::move(f)),
+      rng_(opt_.seed != 0 ? opt_.seed : 0x9e3779b97f4a7c15ULL * (opt_.rank + 1)) {}
+
+Engine::~Engine() {
+  // Ids go before their channels (members are destroyed in reverse order, but the slots'
+  // connections live in a map declared after the channels, so make the order explicit).
+  graveyard_.clear();
+  slots_.clear();
+  listener_.reset();
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions o, qp::QpFactory factory) {
+  if (o.nranks == 0) return bad_option("nranks is 0");
+  if (o.rank >= o.nranks) return bad_option("rank " + std::to_string(o.rank) + " >= nranks " + std::to_string(o.nranks));
+  if (o.lanes == 0 || o.lanes > 65535) return bad_option("lanes " + std::to_string(o.lanes) + " outside [1, 65535]");
+  if (o.job_key == 0) return bad_option("job_key is 0: every rank of a job must share one non-zero key");
+  if (o.connect_window == 0) return bad_option("connect_window is 0");
+  if (o.qp_window == 0) return bad_option("qp_window is 0");
+  if (o.max_attempts == 0) return bad_option("max_attempts is 0");
+  if (o.backoff_jitter < 0 || o.backoff_jitter > 1) return bad_option("backoff_jitter outside [0, 1]");
+  if (o.listen_addr.empty()) return bad_option("listen_addr is not set");
+  if (o.listen_addr.family() == AF_INET && o.listen_addr.ipv4_addr() == 0)
+    return bad_option("listen_addr 0.0.0.0: peers need a specific address to reach (the device's IP)");
+  if (!factory) return bad_option("no QP factory");
+  WIREUP_TRY(qp::validate(o.qp));
+  std::unique_ptr<Engine> e(new Engine(p, std::move(o), std::move(factory)));
+  auto steady = p.create_channel();
+  if (!steady) return steady.error();
+  e->steady_ = std::move(steady).value();
+  auto setup = p.create_channel();
+  if (!setup) return setup.error();
+  e->setup_ = std::move(setup).value();
+  WIREUP_TRY(e->listen());
+  return e;
+}
+
+Status Engine::listen() {
+  auto id = prov_.create_id(*setup_, prov::PortSpace::tcp, nullptr);  // null context = listener
+  if (!id) return id.error();
+  listener_ = std::move(id).value();
+  WIREUP_TRY(listener_->bind_addr(opt_.listen_addr));
+  return listener_->listen(opt_.backlog);
+}
+
+std::vector<uint8_t> Engine::local_address() const {
+  return listener_ ? encode_address(listener_->local_addr()) : std::vector<uint8_t>();
+}
+
+Status Engine::set_peers(std::span<const Peer> peers) {
+  if (started_) return Error::make(ErrorCode::invalid_state, "Engine::set_peers", "wireup already started");
+  std::map<uint32_t, prov::SockAddr> table;
+  std::string problems;
+  auto note = [&](size_t i, uint32_t rank, const std::string& what) {
+    problems += (problems.empty() ? "" : "; ") + std::string("entry ") + std::to_string(i) + " (rank " +
+                std::to_string(rank) + "): " + what;
+  };
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const Peer& pe = peers[i];
+    if (pe.rank >= opt_.nranks) { note(i, pe.rank, "rank >= nranks " + std::to_string(opt_.nranks)); continue; }
+    if (table.count(pe.rank) || (pe.rank == opt_.rank && i > 0 && problems.find("self") != std::string::npos)) {
+      note(i, pe.rank, "rank listed twice");
+      continue;
+    }
+    auto a = decode_address(pe.address);
+    if (!a) { note(i, pe.rank, a.error().detail); continue; }
+    if (pe.rank == opt_.rank) continue;  // our own entry, as an allgather gives it
+    table[pe.rank] = *a;
+  }
+  if (!problems.empty())
+    return Error::make(ErrorCode::invalid_argument, "Engine::set_peers", "bad peer table: " + problems);
+  peers_ = std::move(table);
+  return Status::ok();
+}
+
+Status Engine::start() {
+  if (started_) return Error::make(ErrorCode::invalid_state, "Engine::start", "already started");
+  std::vector<uint32_t> ranks;
+  for (auto& [r, a] : peers_) ranks.push_back(r);
+  std::vector<uint32_t> out = plan::outgoing(opt_.rank, opt_.nranks, ranks);
+  std::vector<uint32_t> in = plan::incoming(opt_.rank, opt_.nranks, ranks);
+  // Lane-major: every peer's lane 0 before anyone's lane 1 spreads the load.
+  for (uint32_t lane = 0; lane < opt_.lanes; ++lane) {
+    for (uint32_t p : out) {
+      Slot& s = slots_[key(p, lane)];
+      s.peer = p;
+      s.lane = static_cast<uint16_t>(lane);
+      s.role = cm::Role::active;
+      start_order_.push_back(key(p, lane));
+    }
+    for (uint32_t p : in) {
+      Slot& s = slots_[key(p, lane)];
+      s.peer = p;
+      s.lane = static_cast<uint16_t>(lane);
+      s.role = cm::Role::passive;
+    }
+  }
+  open_pairs_ = slots_.size();
+  started_ = true;
+  deadline_ = now() + opt_.wireup_timeout;
+  maybe_end_setup();
+  return Status::ok();
+}
+
+cm::Spec Engine::spec_for(const Slot& s) const {
+  cm::Spec spec;
+  spec.peer = s.peer;
+  spec.lane = s.lane;
+  if (auto it = peers_.find(s.peer); it != peers_.end()) spec.remote = it->second;
+  prov::SockAddr src = opt_.listen_addr;
+  src.set_port(0);
+  spec.local = src;
+  WireHeader h;
+  h.kind = s.role == cm::Role::active ? WireKind::request : WireKind::accept;
+  h.job_key = opt_.job_key;
+  h.src_rank = opt_.rank;
+  h.dst_rank = s.peer;
+  h.lane = s.lane;
+  h.attempt = s.attempt;
+  auto bytes = encode(h);
+  spec.private_data.assign(bytes.begin(), bytes.end());
+  spec.resolve_addr_timeout_ms = opt_.resolve_addr_timeout_ms;
+  spec.resolve_route_timeout_ms = opt_.resolve_route_timeout_ms;
+  spec.tos = opt_.tos;
+  spec.ack_timeout = opt_.ack_timeout;
+  spec.ece = opt_.ece;
+  spec.qp = opt_.qp;
+  spec.param = opt_.param;
+  return spec;
+}
+
+Nanos Engine::backoff(uint32_t attempt) {
+  double base = static_cast<double>(opt_.backoff_initial.count());
+  for (uint32_t i = 1; i < attempt && base < static_cast<double>(opt_.backoff_max.count()); ++i) base *= 2;
+  base = std::min(base, static_cast<double>(opt_.backoff_max.count()));
+  std::uniform_real_distribution<double> u(-opt_.backoff_jitter, opt_.backoff_jitter);
+  return Nanos(static_cast<int64_t>(base * (1.0 + u(rng_))));
+}
+
+bool Engine::retryable(const cm::Failure& f) const {
+  using cm::FailKind;
+  switch (f.kind) {
+    case FailKind::unreachable:
+    case FailKind::address_error:
+    case FailKind::route_error:
+    case FailKind::connect_error:
+      return true;
+    case FailKind::rejected: {
+      if (f.status == prov::reject_reason::no_listener) return true;  // peer not listening yet
+      if (f.status != prov::reject_reason::consumer) return false;    // 35 (ECE) and others
+      auto h = decode(f.private_data);
+      if (!h || h->kind != WireKind::reject) return true;  // not our reject: a transient refusal
+      return h->reason == RejectCode::local_failure || h->reason == RejectCode::stale_attempt;
+    }
+    default:
+      return false;
+  }
+}
+
+int Engine::start_connects() {
+  int work = 0;
+  const Nanos t = now();
+  while (in_flight_ < opt_.connect_window) {
+    uint64_t k;
+    if (!retry_at_.empty() && retry_at_.begin()->first <= t) {
+      k = retry_at_.begin()->second;
+      retry_at_.erase(retry_at_.begin());
+    } else if (next_start_ < start_order_.size()) {
+      k = start_order_[next_start_++];
+    } else {
+      break;
+    }
+    Slot& s = slots_.at(k);
+    if (s.state != SlotState::waiting) continue;
+    ++s.attempt;
+    ++stats_.connects_started;
+    if (s.first_start.count() == 0) s.first_start = t;
+    auto c = cm::Connection::start(prov_, *setup_, spec_for(s));
+    ++work;
+    s.state = SlotState::in_flight;
+    ++in_flight_;
+    if (!c) {
+      // No connection object: record the failure against a placeholder-free slot.
+      --in_flight_;
+      s.state = SlotState::waiting;
+      cm::Failure f{cm::FailKind::local_error, 0, {}, c.error()};
+      fail_slot(s, f);
+      continue;
+    }
+    s.conn = std::move(c).value();
+  }
+  return work;
+}
+
+int Engine::grant_qps() {
+  int work = 0;
+  while (qps_in_flight_ < opt_.qp_window && !qp_waiters_.empty()) {
+    uint64_t k = qp_waiters_.front();
+    qp_waiters_.pop_front();
+    auto it = slots_.find(k);
+    if (it == slots_.end()) continue;
+    Slot& s = it->second;
+    if (s.state != SlotState::in_flight || !s.conn || s.qp_counted) continue;
+    cm::Connection& c = *s.conn;
+    if (c.state() != cm::State::route_resolved && c.state() != cm::State::requested) continue;
+    ++qps_in_flight_;
+    s.qp_counted = true;
+    Status st = c.role() == cm::Role::active ? c.connect(factory_) : c.accept(factory_);
+    if (!st) WIREUP_LOG(debug, "rank %u lane %u: %s", s.peer, s.lane, st.message().c_str());
+    after_event(s);
+    ++work;
+  }
+  return work;
+}
+
+void Engine::after_event(Slot& s) {
+  if (!s.conn) return;
+  cm::Connection& c = *s.conn;
+  switch (c.state()) {
+    case cm::State::route_resolved:
+    case cm::State::requested:
+      if (!s.qp_counted) qp_waiters_.push_back(key(s.peer, s.lane));
+      return;
+    case cm::State::established:
+      if (s.state != SlotState::established) finish_slot(s);
+      return;
+    case cm::State::failed:
+      settle_failure(s);
+      return;
+    default:
+      return;
+  }
+}
+
+void Engine::release_windows(Slot& s) {
+  if (s.role == cm::Role::active && s.state == SlotState::in_flight) --in_flight_;
+  if (s.qp_counted) {
+    --qps_in_flight_;
+    s.qp_counted = false;
+  }
+}
+
+void Engine::finish_slot(Slot& s) {
+  cm::Connection& c = *s.conn;
+  release_windows(s);
+  // Every event of the id was acked before we got here: the migration cannot block.
+  if (Status m = c.migrate(*steady_); !m) {
+    cm::Failure f{cm::FailKind::local_error, 0, {}, m.error()};
+    graveyard_.push_back(std::move(s.conn));
+    s.state = SlotState::waiting;
+    fail_slot(s, f);
+    return;
+  }
+  s.state = SlotState::established;
+  --open_pairs_;
+  if (s.role == cm::Role::active) ++stats_.established_active;
+  else ++stats_.established_passive;
+  stats_.record(c, s.first_start);
+  ConnResult r;
+  r.peer = s.peer;
+  r.lane = s.lane;
+  r.role = s.role;
+  r.qp = c.qp();
+  r.local_qpn = c.qp() ? c.qp()->qpn() : 0;
+  r.remote_qpn = c.remote_qpn();
+  r.ece = c.ece();
+  r.device = c.qp() ? c.qp()->device().info().name : std::string();
+  r.timings = c.timings();
+  r.attempts = s.attempt;
+  results_.push_back(std::move(r));
+}
+
+void Engine::settle_failure(Slot& s) {
+  cm::Failure f = s.conn->failure();
+  release_windows(s);
+  graveyard_.push_back(std::move(s.conn));
+  s.state = SlotState::waiting;
+  fail_slot(s, f);
+}
+
+void Engine::fail_slot(Slot& s, const cm::Failure& f) {
+  stats_.failures[cm::to_string(f.kind)]++;
+  if (f.kind == cm::FailKind::rejected) stats_.rejects_received[f.status]++;
+  if (s.role == cm::Role::passive) {
+    // The peer drives retries of its own pairs; stay ready for its next attempt and report
+    // this failure only if nothing better arrives before the deadline.
+    s.last_failure = f;
+    return;
+  }
+  if (retryable(f) && s.attempt < opt_.max_attempts) {
+    ++stats_.retries;
+    retry_at_.emplace(now() + backoff(s.attempt), key(s.peer, s.lane));
+    WIREUP_LOG(info, "rank %u lane %u attempt %u: %s; retrying", s.peer, s.lane, s.attempt, f.describe().c_str());
+    return;
+  }
+  give_up(s, f);
+}
+
+void Engine::give_up(Slot& s, const cm::Failure& f) {
+  s.state = SlotState::failed;
+  --open_pairs_;
+  ++stats_.failed;
+  PeerError e{s.peer, s.lane, s.role, s.attempt, f};
+  WIREUP_LOG(warn, "wireup: %s", e.describe().c_str());
+  errors_.push_back(std::move(e));
+}
+
+void Engine::expire() {
+  for (auto& [k, s] : slots_) {
+    if (s.state == SlotState::established || s.state == SlotState::failed) continue;
+    cm::Failure f = s.last_failure;
+    if (s.conn) {
+      release_windows(s);
+      graveyard_.push_back(std::move(s.conn));
+    }
+    if (f.kind == cm::FailKind::none || s.role == cm::Role::active) {
+      f = cm::Failure{};
+      f.kind = cm::FailKind::timed_out;
+      f.error = Error::make(ErrorCode::timed_out, "wireup",
+                            s.role == cm::Role::active ? "no connection before the wireup timeout"
+                                                       : "the peer never connected before the wireup timeout");
+      f.error.peer = "rank " + std::to_string(s.peer);
+    }
+    stats_.failures[cm::to_string(cm::FailKind::timed_out)]++;
+    give_up(s, f);
+  }
+  retry_at_.clear();
+  qp_waiters_.clear();
+}
+
+void Engine::maybe_end_setup() {
+  if (!started_ || open_pairs_ != 0 || !setup_) return;
+  // Nobody needs our listener any more; turn away what is still queued, then close.
+  listener_.reset();
+  drain_setup();
+  graveyard_.clear();
+  setup_.reset();
+  WIREUP_LOG(info, "rank %u: wireup done, setup channel closed", opt_.rank);
+}
+
+Result<int> Engine::progress() {
+  if (!started_) return Error::make(ErrorCode::invalid_state, "Engine::progress", "start() not called");
+  int work = 0;
+  if (open_pairs_ > 0 && now() >= deadline_) {
+    expire();
+    ++work;
+  }
+  if (setup_) work += drain_setup();
+  work += drain_steady();
+  if (setup_) {
+    work += start_connects();
+    work += grant_qps();
+  }
+  graveyard_.clear();  // every event of these ids was acked in the drains above
+  maybe_end_setup();
+  return work;
+}
+
+Status Engine::wait(Nanos timeout) {
+  Nanos t = now();
+  Nanos until = t + timeout;
+  if (open_pairs_ > 0) until = std::min(until, deadline_);
+  if (!retry_at_.empty() && in_flight_ < opt_.connect_window) until = std::min(until, retry_at_.begin()->first);
+  if (!qp_waiters_.empty() && qps_in_flight_ < opt_.qp_window) until = t;
+  if (until <= t) return Status::ok();
+  std::vector<prov::EventChannel*> chans;
+  if (setup_) chans.push_back(setup_.get());
+  chans.push_back(steady_.get());
+  return prov_.wait(chans, until - t);
+}
+
+std::vector<int> Engine::fds() const {
+  std::vector<int> v;
+  if (setup_ && setup_->fd() >= 0) v.push_back(setup_->fd());
+  if (steady_->fd() >= 0) v.push_back(steady_->fd());
+  return v;
+}
+
+std::vector<prov::EventChannel*> Engine::channels() const {
+  std::vector<prov::EventChannel*> v;
+  if (setup_) v.push_back(setup_.get());
+  v.push_back(steady_.get());
+  return v;
+}
+
+std::unique_ptr<prov::Qp> Engine::take_qp(uint32_t peer, uint32_t lane) {
+  auto it = slots_.find(key(peer, lane));
+  if (it == slots_.end() || it->second.state != SlotState::established || !it->second.conn) return nullptr;
+  for (auto& r : results_)
+    if (r.peer == peer && r.lane == lane) r.qp = nullptr;
+  return it->second.conn->take_qp();
+}
+
+size_t Engine::live_ids() const {
+  size_t n = listener_ ? 1 : 0;
+  for (auto& [k, s] : slots_)
+    if (s.conn && s.conn->id()) ++n;
+  return n + graveyard_.size();
+}
+
+}  // namespace wireup

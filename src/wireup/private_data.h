@@ -1,0 +1,68 @@
+// The library's own private data: fixed layout, versioned, little-endian, inside the 56-byte
+// REQ budget of RDMA_PS_TCP. The receiver sees the whole CM field (zero padded), so the
+// decoders never take a length from the wire: they read a fixed header from a buffer that
+// must be at least that long and ignore the rest.
+//
+//   offset size  field
+//   0      4     magic "WRUP"
+//   4      1     version (1)
+//   5      1     kind: 1 request (REQ), 2 accept (REP), 3 reject (REJ)
+//   6      2     reject reason (kind 3), else 0
+//   8      8     job key: the job's shared 64-bit secret
+//   16     4     source rank (the sender)
+//   20     4     destination rank
+//   24     2     lane
+//   26     2     reserved, 0
+//   28     4     attempt number (1, 2, ...)
+//   32           end
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/status.h"
+
+namespace wireup {
+
+inline constexpr uint32_t kWireMagic = 0x50555257;  // "WRUP" read as little-endian u32
+inline constexpr uint8_t kWireVersion = 1;
+inline constexpr size_t kWireHeaderSize = 32;
+
+enum class WireKind : uint8_t { request = 1, accept = 2, reject = 3 };
+
+// Why the passive side refused a request (carried in REJ private data, reason 28).
+enum class RejectCode : uint16_t {
+  none = 0,
+  bad_magic = 1,        // not ours (or not a wireup peer at all)
+  bad_version = 2,
+  wrong_job_key = 3,    // a stranger: another job, or no key
+  unknown_rank = 4,     // source rank not in our peer table
+  wrong_destination = 5,// addressed to another rank (stale address table?)
+  bad_lane = 6,         // lane beyond the planned number
+  wrong_role = 7,       // the plan says we initiate this pair, not the peer
+  stale_attempt = 8,    // an older attempt than one we already have
+  duplicate = 9,        // already connected on this lane
+  local_failure = 10,   // the passive side failed to set up its QP
+  shutting_down = 11,
+};
+const char* to_string(RejectCode c);
+
+struct WireHeader {
+  WireKind kind = WireKind::request;
+  RejectCode reason = RejectCode::none;
+  uint64_t job_key = 0;
+  uint32_t src_rank = 0;
+  uint32_t dst_rank = 0;
+  uint16_t lane = 0;
+  uint32_t attempt = 0;
+};
+
+std::array<uint8_t, kWireHeaderSize> encode(const WireHeader& h);
+
+// Decodes a header from `bytes` (the CM's private data, any length). Errors say what was
+// wrong: too short, bad magic, bad version, unknown kind, non-zero reserved field.
+Result<WireHeader> decode(std::span<const uint8_t> bytes);
+
+}  // namespace wireup
