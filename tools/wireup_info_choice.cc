@@ -11,21 +11,20 @@ namespace {
 
 Result<std::vector<topo::Candidate>> candidates(const ChoiceOptions& opts, const topo::Topology& t,
                                                 const config::Settings& s) {
-  if (!opts.devices.empty() || !t.is_live()) {
-    std::vector<topo::Candidate> in_xml = t.candidates(s.device.port);
-    if (opts.devices.empty()) return in_xml;
-    // Named devices the topology lacks are kept, unplaced, so the output says so.
-    std::vector<topo::Candidate> out;
-    for (const std::string& name : opts.devices) {
-      topo::Candidate c;
-      c.name = name;
-      for (const topo::Candidate& x : in_xml)
-        if (x.name == name) c = x;
-      out.push_back(std::move(c));
-    }
-    return out;
+  // Port states come from the provider on this machine, from the XML export otherwise.
+  Result<std::vector<topo::Candidate>> present =
+      t.is_live() ? live_candidates(s) : Result<std::vector<topo::Candidate>>(t.candidates(s.device.port));
+  if (!present || opts.devices.empty()) return present;
+  // Named devices that are not present are kept (unplaced, port unknown), so the output says so.
+  std::vector<topo::Candidate> out;
+  for (const std::string& name : opts.devices) {
+    topo::Candidate c;
+    c.name = name;
+    for (const topo::Candidate& x : *present)
+      if (x.name == name) c = x;
+    out.push_back(std::move(c));
   }
-  return live_candidates(s);
+  return out;
 }
 
 // The launcher's local rank when neither --local-rank nor device.local_rank gives one.

@@ -137,9 +137,13 @@ std::string suggest(std::string_view name) {
 }
 
 bool is_reserved_env(std::string_view name) {
-  // Read outside the table: WIREUP_CONFIG picks the file (config.cc), WIREUP_LOG sets the log
-  // level before any config exists (common/log.cc).
-  return name == "WIREUP_CONFIG" || name == "WIREUP_LOG";
+  // WIREUP_* variables that are not parameters, read by other parts of the project. Every
+  // such variable must be listed here, or a config load reports it as unknown.
+  //   WIREUP_CONFIG        the tuning file to read (loader.cc)
+  //   WIREUP_LOG           the log level before any config exists (common/log.cc)
+  //   WIREUP_IN_VM, WIREUP_VM_*  the soft-RoCE VM harness (scripts/vm/README.md)
+  return name == "WIREUP_CONFIG" || name == "WIREUP_LOG" || name == "WIREUP_IN_VM" ||
+         name.starts_with("WIREUP_VM_");
 }
 
 }  // namespace wireup::config

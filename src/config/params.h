@@ -73,7 +73,8 @@ const Param* find_param(std::string_view section, std::string_view key);
 // The known "section.key" (or, for a name without a dot, the section) closest to `name` by
 // edit distance; "" if nothing is close enough to be a typo.
 std::string suggest(std::string_view name);
-// Environment variables that start with WIREUP_ but are not parameters (read elsewhere).
+// Environment variables that start with WIREUP_ but are not parameters (read elsewhere; the
+// list is in param.cc).
 bool is_reserved_env(std::string_view name);
 
 }  // namespace wireup::config

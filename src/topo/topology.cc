@@ -151,7 +151,7 @@ Placement Topology::place_device(std::string_view name, std::string_view pci_bus
   Placement p;
   if (found == nullptr) {
     p.unplaced_why = "hwloc knows no OpenFabrics device named " + std::string(name) +
-                     (pci_busid.empty() ? " and it has no PCI bus id (a software device such as rxe or siw)"
+                     (pci_busid.empty() ? " and no PCI bus id was given (as for software devices such as rxe)"
                                         : " and no PCI device at " + std::string(pci_busid));
     return p;
   }

@@ -120,6 +120,8 @@ TEST(ConfigLoad, EnvironmentErrorsNameTheVariable) {
            {"WIREUP_ENGINE_CONECT_WINDOW", "8"},
            {"WIREUP_FOO_BAR", "1"},
            {"WIREUP_LOG", "debug"},   // read by common/log.cc, not a parameter
+           {"WIREUP_IN_VM", "1"},     // set by scripts/vm in the guest
+           {"WIREUP_VM_ADDR", "10.0.0.1"},
            {"PATH", "/usr/bin"}};     // not ours
   std::vector<std::string> errs = check(o);
   ASSERT_EQ(errs.size(), 3u);

@@ -189,7 +189,7 @@ TEST(OwnTopology, SoftwareDeviceIsUnplacedAndEquallyNear) {
   LOAD(t, kOwn + "2pkg-4nic-4gpu.xml");
   Placement p = t.place_device("rxe0");
   EXPECT_FALSE(p.placed);
-  EXPECT_NE(p.unplaced_why.find("no PCI bus id"), std::string::npos) << p.unplaced_why;
+  EXPECT_NE(p.unplaced_why.find("no PCI bus id was given"), std::string::npos) << p.unplaced_why;
   // Unbound: rxe0 ties with the four NICs and takes its turn in the rotation.
   expect_choice(t, {.local_rank = 4, .extra = {"rxe0"}}, "rxe0", Nearness::unplaced);
   // Bound to NUMA node 2: the NIC there wins; rxe0 is no nearer than anything.
