@@ -12,8 +12,12 @@ TEST(Engine, AllToAllEightRanksTwoLanes) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 8);
   auto job = make_job(f, 8, 2);
   ASSERT_TRUE(job) << job.error().message();
+  auto t0 = std::chrono::steady_clock::now();
   Status s = run_to_completion(f, *job, 120s);
   ASSERT_TRUE(s) << s.message();
+  auto dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[engine] %s: 8 ranks x 2 lanes wired in %.3f s; rank 0 stats %s\n", f.name().c_str(), dt,
+              job->ranks[0].engine->stats().to_json().c_str());
   size_t total = 0;
   for (auto& r : job->ranks) {
     EXPECT_TRUE(r.engine->errors().empty()) << r.engine->errors()[0].describe();
@@ -30,7 +34,8 @@ TEST(Engine, AllToAllEightRanksTwoLanes) {
     EXPECT_GE(act, 6u);
     EXPECT_LE(act, 8u);
   }
-  for (auto& r : job->ranks) ASSERT_TRUE(r.engine->close(2s));
+  // Sequential closes cannot wait for DREPs (the peers are not progressing): drain 0.
+  for (auto& r : job->ranks) ASSERT_TRUE(r.engine->close(0s));
 }
 
 TEST(Engine, StrangerWithWrongJobKeyIsRejected) {
