@@ -1,0 +1,57 @@
+#include "provider/sim/fabric.h"
+
+#include "provider/sim/core.h"
+#include "provider/sim/provider.h"
+
+namespace wireup::prov::sim {
+
+SimFabric::SimFabric(SimConfig cfg) : core_(std::make_unique<Core>(cfg)) {}
+SimFabric::~SimFabric() = default;
+
+uint32_t SimFabric::add_node(const SimNodeSpec& spec) { return core_->add_node(spec); }
+size_t SimFabric::node_count() const { return core_->nodes.size(); }
+
+Provider& SimFabric::provider(uint32_t node) {
+  Node& n = core_->node(node);
+  if (!n.provider) n.provider = std::make_unique<SimProvider>(*core_, node);
+  return *n.provider;
+}
+
+SockAddr SimFabric::address(uint32_t node, uint32_t device, uint16_t port) const {
+  return SockAddr::ipv4(sim_ipv4(node, device), port);
+}
+
+const Clock& SimFabric::clock() const { return core_->clock; }
+Nanos SimFabric::now() const { return core_->now(); }
+bool SimFabric::step() { return core_->step(); }
+
+size_t SimFabric::run_until(Nanos t) {
+  size_t n = 0;
+  while (!core_->queue.empty() && core_->next_time() <= t) {
+    core_->step();
+    ++n;
+  }
+  core_->clock.advance_to(t);
+  return n;
+}
+
+Nanos SimFabric::next_time() const { return core_->next_time(); }
+bool SimFabric::idle() const { return core_->queue.empty(); }
+
+std::vector<SimFabric::Ready> SimFabric::take_ready() {
+  std::vector<Ready> out;
+  for (const ReadyChannel& r : core_->take_ready()) out.push_back({r.node, r.channel});
+  return out;
+}
+
+void SimFabric::kill_node(uint32_t node, Nanos at) { core_->schedule(at, TimerKind::node_death, node); }
+
+void SimFabric::remove_device(uint32_t node, uint32_t device, Nanos at) {
+  core_->schedule(at, TimerKind::device_removal, node, device);
+}
+
+FaultPlan& SimFabric::faults() { return core_->faults.plan(); }
+const SimStats& SimFabric::stats() const { return core_->stats; }
+const LatencyModel& SimFabric::latency() const { return core_->latency; }
+
+}  // namespace wireup::prov::sim

@@ -1,0 +1,525 @@
+// The IB CM model: REQ/MRA/REJ/REP/RTU/DREQ/DREP, their retransmission timers, duplicates,
+// TIMEWAIT, and the rdma_cm events each produces. It follows Linux drivers/infiniband/core
+// cm.c (protocol) and cma.c (which IB CM event becomes which rdma_cm event).
+#include <algorithm>
+#include <cerrno>
+
+#include "common/log.h"
+#include "provider/sim/channel.h"
+#include "provider/sim/cm_id.h"
+#include "provider/sim/verbs.h"
+
+namespace wireup::prov::sim {
+namespace {
+
+// IB CM reject reasons the model itself produces (IBTA 12.6.7.2).
+constexpr int kRejTimeout = 1;          // IB_CM_REJ_TIMEOUT: an active id destroyed mid-connect
+constexpr int kRejStaleConn = reject_reason::stale_conn;
+
+bool accepted_state(IbState s) {
+  return s == IbState::rep_sent || s == IbState::mra_rep_rcvd || s == IbState::established ||
+         s == IbState::dreq_sent || s == IbState::dreq_rcvd || s == IbState::timewait;
+}
+
+EventData event(CmEventType type, int status = 0) {
+  EventData ev;
+  ev.type = type;
+  ev.status = status;
+  return ev;
+}
+
+Msg base_msg(const SimCmId& id, CmMsg type) {
+  Msg m;
+  m.type = type;
+  m.src_node = id.node;
+  m.dst_node = id.remote_node;
+  m.src_ip = id.local.ipv4_addr();
+  m.src_port = id.local.port();
+  m.dst_ip = id.remote_ip;
+  m.ps = id.ps;
+  m.src_comm = id.self;
+  m.dst_comm = id.remote_comm;
+  return m;
+}
+
+uint32_t port_mtu(const SimCmId& id) {
+  SimDevice* d = id.bound_device();
+  return d ? d->spec().active_mtu : 0;
+}
+
+}  // namespace
+
+// --- sending ------------------------------------------------------------------------------
+
+void Core::arm_timer(SimCmId& id, Nanos at) {
+  ++id.timer_token;
+  schedule_id(at, TimerKind::id_timer, id, id.timer_token);
+}
+
+void Core::cancel_timer(SimCmId& id) { ++id.timer_token; }
+
+void Core::send_req(SimCmId& id) {
+  Msg m = base_msg(id, CmMsg::req);
+  m.dst_comm = Handle{};
+  m.dst_port = id.peer.port();
+  m.qpn = id.local_qpn;
+  m.psn = id.local_psn;
+  m.ece = id.local_ece;
+  m.responder_resources = id.responder_resources;
+  m.initiator_depth = id.initiator_depth;
+  m.retry_count = id.retry_count;
+  m.rnr_retry_count = id.rnr_retry_count;
+  m.srq = id.srq;
+  m.mtu = port_mtu(id);
+  m.private_data = id.sent_pd;
+  Nanos depart = cpu_start(id.node);
+  send(std::move(m), depart);
+  arm_timer(id, depart + latency.cm_attempt_timeout());
+}
+
+void Core::send_rep(SimCmId& id) {
+  Msg m = base_msg(id, CmMsg::rep);
+  m.qpn = id.local_qpn;
+  m.psn = id.local_psn;
+  // librdmacm ucma_copy_ece_param_to_kern_rep: the REQ's vendor id, our accepted options.
+  m.ece = Ece{id.remote_ece.vendor_id, id.local_ece.options};
+  m.responder_resources = id.responder_resources;
+  m.initiator_depth = id.initiator_depth;
+  m.rnr_retry_count = id.sent_rnr_retry;
+  m.srq = id.srq;
+  m.mtu = port_mtu(id);
+  m.private_data = id.sent_pd;
+  Nanos depart = cpu_start(id.node);
+  send(std::move(m), depart);
+  arm_timer(id, depart + latency.cm_attempt_timeout());
+}
+
+void Core::send_dreq(SimCmId& id) {
+  Nanos depart = cpu_start(id.node);
+  send(base_msg(id, CmMsg::dreq), depart);
+  arm_timer(id, depart + latency.cm_attempt_timeout());
+}
+
+void Core::send_simple(SimCmId& id, CmMsg type, bool user, int reason, std::span<const uint8_t> pd) {
+  Msg m = base_msg(id, type);
+  m.reason = reason;
+  m.private_data.assign(pd.begin(), pd.end());
+  if (type == CmMsg::mra) ++stats.mra_sent;
+  send(std::move(m), user ? cpu_start(id.node) : now());
+}
+
+void Core::reply_to(const Msg& to, CmMsg type, int reason) {
+  Msg r;
+  r.type = type;
+  r.src_node = to.dst_node;
+  r.dst_node = to.src_node;
+  r.src_ip = to.dst_ip;
+  r.dst_ip = to.src_ip;
+  r.src_comm = to.dst_comm;  // invalid when answering a REQ: "local comm id 0"
+  r.dst_comm = to.src_comm;
+  r.reason = reason;
+  send(std::move(r), now());
+}
+
+void Core::enter_timewait(SimCmId& id) {
+  id.ib = IbState::timewait;
+  ++id.timer_token;
+  schedule_id(now() + latency.timewait(), TimerKind::timewait_exit, id, id.timer_token);
+}
+
+void Core::forget_remote(SimCmId& id) {
+  if (!id.is_passive() || !id.remote_comm.valid()) return;
+  Node& n = node(id.node);
+  const uint64_t key = id.remote_comm.packed();
+  auto it = n.by_remote.find(key);
+  if (it == n.by_remote.end() || it->second != id.self) return;
+  n.by_remote.erase(it);
+  // The kernel keeps the connection's timewait info after the id is gone: a late duplicate
+  // REQ is then answered with REJ "stale connection" instead of a new CONNECT_REQUEST.
+  if (accepted_state(id.ib)) n.tombstones[key] = now() + latency.timewait();
+}
+
+SimCmId* Core::find_listener(Node& n, PortSpace ps, uint32_t ip, uint16_t port) {
+  SimCmId* wildcard = nullptr;
+  for (Handle h : n.listeners) {
+    SimCmId* l = ids.get(h);
+    if (l == nullptr || l->ps != ps || l->local.port() != port) continue;
+    if (l->local.ipv4_addr() == ip) return l;
+    if (l->local.ipv4_addr() == 0 && wildcard == nullptr) wildcard = l;
+  }
+  return wildcard;
+}
+
+// --- receiving ----------------------------------------------------------------------------
+
+void Core::on_message(Msg& m) {
+  Node& dst = node(m.dst_node);
+  SimDevice* dev = device_at(m.dst_ip);
+  if (dst.dead || dev == nullptr || dev->node != m.dst_node || !dev->usable()) {
+    ++stats.messages_unroutable;  // nobody answers: the sender's timers will notice
+    return;
+  }
+  ++stats.messages_delivered;
+  if (m.type == CmMsg::req) {
+    handle_req(m);
+    return;
+  }
+  SimCmId* id = ids.get(m.dst_comm);
+  if (id != nullptr && (id->node != m.dst_node ||
+                        (id->remote_comm.valid() && id->remote_comm != m.src_comm)))
+    id = nullptr;
+  if (id == nullptr) {
+    if (m.type == CmMsg::dreq) reply_to(m, CmMsg::drep, 0);  // cm_issue_drep
+    return;
+  }
+  switch (m.type) {
+    case CmMsg::rep: handle_rep(m, *id); break;
+    case CmMsg::rtu: handle_rtu(*id); break;
+    case CmMsg::rej: handle_rej(m, *id); break;
+    case CmMsg::mra: handle_mra(*id); break;
+    case CmMsg::dreq: handle_dreq(m, id); break;
+    case CmMsg::drep: handle_drep(*id); break;
+    case CmMsg::req: break;
+  }
+}
+
+void Core::handle_req(Msg& m) {
+  Node& n = node(m.dst_node);
+  const uint64_t key = m.src_comm.packed();
+  if (auto it = n.by_remote.find(key); it != n.by_remote.end()) {
+    if (SimCmId* child = ids.get(it->second)) {
+      // cm_dup_req_handler: MRA while the user holds the request, REJ stale in TIMEWAIT,
+      // otherwise dropped (a REP answered it and has its own retransmission timer).
+      if (child->ib == IbState::mra_req_sent) send_simple(*child, CmMsg::mra, false);
+      else if (child->ib == IbState::timewait) reply_to(m, CmMsg::rej, kRejStaleConn);
+      return;
+    }
+    n.by_remote.erase(it);
+  }
+  if (auto t = n.tombstones.find(key); t != n.tombstones.end()) {
+    if (t->second > now()) {
+      reply_to(m, CmMsg::rej, kRejStaleConn);
+      return;
+    }
+    n.tombstones.erase(t);
+  }
+  SimCmId* l = find_listener(n, m.ps, m.dst_ip, m.dst_port);
+  if (l == nullptr) {
+    reply_to(m, CmMsg::rej, reject_reason::no_listener);  // IB_CM_REJ_INVALID_SERVICE_ID
+    return;
+  }
+  if (int reason = faults.forced_reject(m.src_node, m.dst_node); reason != 0) {
+    ++stats.forced_rejects;
+    reply_to(m, CmMsg::rej, reason);
+    return;
+  }
+  if (l->requests_waiting >= l->backlog) {
+    // ucma_event_handler answers -ENOMEM; cm_destroy_id then drops the REQ without a REJ
+    // ("do not reject to allow future retries"): the active side retransmits.
+    ++stats.backlog_drops;
+    return;
+  }
+  SimDevice* dev = device_at(m.dst_ip);
+  auto child = std::make_unique<SimCmId>(*this, n.index, nullptr, m.ps, nullptr);
+  SimCmId& c = *child;
+  c.passive = true;
+  c.listener = l->self;
+  c.cma = CmaState::connect;
+  c.dev = static_cast<int>(dev->index);
+  c.local = SockAddr::ipv4(m.dst_ip, m.dst_port);
+  c.peer = SockAddr::ipv4(m.src_ip, m.src_port);
+  c.remote_node = m.src_node;
+  c.remote_comm = m.src_comm;
+  c.remote_ip = m.src_ip;
+  c.remote_qpn = m.qpn;
+  c.remote_psn = m.psn;
+  c.remote_ece = m.ece;
+  // The passive side's view: its responder resources are the active's initiator depth.
+  c.responder_resources = m.initiator_depth;
+  c.initiator_depth = m.responder_resources;
+  c.retry_count = m.retry_count;
+  c.rnr_retry_count = m.rnr_retry_count;
+  c.srq = m.srq;
+  c.path_mtu_bytes = std::min(m.mtu, dev->spec().active_mtu);
+  c.local_psn = static_cast<uint32_t>(rng() & 0xFFFFFF);
+  // cma_ib_req_handler prepares a delayed MRA once the event is queued to the user.
+  c.ib = IbState::mra_req_sent;
+  n.by_remote[key] = c.self;
+
+  EventData ev = event(CmEventType::connect_request);
+  ev.private_data = padded(m.private_data, m.ps == PortSpace::tcp ? private_data_limit::req_tcp
+                                                                   : private_data_limit::req_ib);
+  ev.qp_num = m.qpn;
+  ev.responder_resources = m.initiator_depth;
+  ev.initiator_depth = m.responder_resources;
+  ev.srq = m.srq;
+  ev.child = std::move(child);
+  ++l->requests_waiting;
+  post_event(*l, std::move(ev));
+}
+
+void Core::handle_rep(Msg& m, SimCmId& id) {
+  switch (id.ib) {
+    case IbState::req_sent:
+    case IbState::mra_req_rcvd: {
+      cancel_timer(id);
+      id.remote_comm = m.src_comm;
+      id.remote_qpn = m.qpn;
+      id.remote_psn = m.psn;
+      id.remote_ece = m.ece;
+      id.initiator_depth = m.responder_resources;
+      id.responder_resources = m.initiator_depth;
+      id.rnr_retry_count = m.rnr_retry_count;
+      id.path_mtu_bytes = std::min(m.mtu, port_mtu(id));
+      id.ib = IbState::mra_rep_sent;  // cma prepares a delayed MRA before CONNECT_RESPONSE
+      // The id never has a QP of its own in this library: CONNECT_RESPONSE, not ESTABLISHED.
+      EventData ev = event(CmEventType::connect_response);
+      ev.private_data = padded(m.private_data, private_data_limit::rep);
+      ev.qp_num = m.qpn;
+      ev.responder_resources = m.initiator_depth;
+      ev.initiator_depth = m.responder_resources;
+      ev.srq = m.srq;
+      post_event(id, std::move(ev));
+      return;
+    }
+    case IbState::mra_rep_sent:
+      send_simple(id, CmMsg::mra, false);  // cm_dup_rep_handler
+      return;
+    case IbState::established:
+      send_simple(id, CmMsg::rtu, false);  // our RTU was lost: say it again
+      return;
+    default:
+      return;
+  }
+}
+
+void Core::handle_rtu(SimCmId& id) {
+  if (id.ib != IbState::rep_sent && id.ib != IbState::mra_rep_rcvd) return;  // duplicate
+  cancel_timer(id);
+  id.ib = IbState::established;
+  post_event(id, event(CmEventType::established));
+}
+
+void Core::handle_rej(Msg& m, SimCmId& id) {
+  switch (id.ib) {
+    case IbState::req_sent:
+    case IbState::mra_req_rcvd:
+    case IbState::rep_sent:
+    case IbState::mra_rep_rcvd:
+      cancel_timer(id);
+      [[fallthrough]];
+    case IbState::req_rcvd:
+    case IbState::mra_req_sent:
+      forget_remote(id);
+      if (m.reason == kRejStaleConn) enter_timewait(id);
+      else id.ib = IbState::idle;
+      break;
+    case IbState::rep_rcvd:
+    case IbState::mra_rep_sent:
+      enter_timewait(id);
+      break;
+    default:
+      return;  // see fabric.h: a REJ for an established connection is ignored
+  }
+  EventData ev = event(CmEventType::rejected, m.reason);
+  ev.private_data = padded(m.private_data, private_data_limit::rej);
+  post_event(id, std::move(ev));
+}
+
+void Core::handle_mra(SimCmId& id) {
+  if (id.ib == IbState::req_sent) id.ib = IbState::mra_req_rcvd;
+  else if (id.ib == IbState::rep_sent) id.ib = IbState::mra_rep_rcvd;
+  else if (id.ib != IbState::mra_req_rcvd && id.ib != IbState::mra_rep_rcvd) return;
+  arm_timer(id, now() + latency.mra_timeout());  // cm_mra_handler: ib_modify_mad
+}
+
+void Core::handle_dreq(Msg&, SimCmId* id) {
+  switch (id->ib) {
+    case IbState::rep_sent:
+    case IbState::mra_rep_rcvd:
+    case IbState::dreq_sent:
+      cancel_timer(*id);
+      break;
+    case IbState::established:
+      break;
+    case IbState::timewait:
+      send_simple(*id, CmMsg::drep, false);  // our DREP was lost
+      return;
+    default:
+      return;
+  }
+  id->ib = IbState::dreq_rcvd;
+  // No DREP yet: the kernel answers only when the user calls rdma_disconnect (or destroys
+  // the id). Until then the peer's DISCONNECTED waits, up to its DREQ retries.
+  if (id->cma == CmaState::connect) {
+    id->cma = CmaState::disconnect;
+    post_event(*id, event(CmEventType::disconnected));
+  }
+}
+
+void Core::handle_drep(SimCmId& id) {
+  if (id.ib != IbState::dreq_sent) return;
+  cancel_timer(id);
+  enter_timewait(id);
+  if (id.cma == CmaState::connect) {
+    id.cma = CmaState::disconnect;
+    post_event(id, event(CmEventType::disconnected));
+  }
+}
+
+// --- timers -------------------------------------------------------------------------------
+
+void Core::on_id_timer(SimCmId& id) {
+  const bool retry = id.retries_left > 0;
+  switch (id.ib) {
+    case IbState::req_sent:
+    case IbState::mra_req_rcvd:
+      if (retry) {
+        --id.retries_left;
+        ++stats.req_retransmits;
+        send_req(id);
+        return;
+      }
+      id.ib = IbState::idle;  // IB_CM_REQ_ERROR
+      ++stats.unreachable;
+      post_event(id, event(CmEventType::unreachable, -ETIMEDOUT));
+      return;
+    case IbState::rep_sent:
+    case IbState::mra_rep_rcvd:
+      if (retry) {
+        --id.retries_left;
+        ++stats.rep_retransmits;
+        send_rep(id);
+        return;
+      }
+      forget_remote(id);
+      id.ib = IbState::idle;  // IB_CM_REP_ERROR
+      ++stats.unreachable;
+      post_event(id, event(CmEventType::unreachable, -ETIMEDOUT));
+      return;
+    case IbState::dreq_sent:
+      if (retry) {
+        --id.retries_left;
+        ++stats.dreq_retransmits;
+        send_dreq(id);
+        return;
+      }
+      enter_timewait(id);  // IB_CM_DREQ_ERROR
+      if (id.cma == CmaState::connect) {
+        id.cma = CmaState::disconnect;
+        post_event(id, event(CmEventType::disconnected, -ETIMEDOUT));
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+void Core::on_timewait_exit(SimCmId& id) {
+  if (id.ib != IbState::timewait) return;
+  forget_remote(id);
+  id.ib = IbState::idle;
+  if (id.cma == CmaState::disconnect) post_event(id, event(CmEventType::timewait_exit));
+}
+
+void Core::on_addr_done(SimCmId& id) {
+  if (id.cma != CmaState::addr_query) return;
+  if (id.addr_ok) {
+    id.cma = CmaState::addr_resolved;
+    post_event(id, event(CmEventType::addr_resolved));
+  } else {
+    id.cma = CmaState::addr_bound;
+    post_event(id, event(CmEventType::addr_error, -id.op_error));
+  }
+}
+
+void Core::on_route_done(SimCmId& id) {
+  if (id.cma != CmaState::route_query) return;
+  if (id.addr_ok) {
+    id.cma = CmaState::route_resolved;
+    post_event(id, event(CmEventType::route_resolved));
+  } else {
+    id.cma = CmaState::addr_resolved;
+    post_event(id, event(CmEventType::route_error, -id.op_error));
+  }
+}
+
+// --- teardown and faults ------------------------------------------------------------------
+
+void Core::id_destroyed(SimCmId& id) {
+  if (shutting_down) {
+    ids.remove(id.self);
+    return;
+  }
+  if (id.events_reported > id.events_acked) {
+    const uint32_t unacked = id.events_reported - id.events_acked;
+    ++stats.destroyed_with_unacked;
+    stats.events_unacked -= unacked;
+    WIREUP_LOG(error,
+               "sim: id (peer %s) destroyed with %u retrieved event(s) not acked; the real "
+               "rdma_destroy_id would block forever",
+               id.peer.to_string().c_str(), unacked);
+  }
+  if (id.chan != nullptr) id.chan->drop_events(id.self);
+  charge(id.node, latency.destroy_id);
+  // cm_destroy_id: what the IB CM tells the peer about a connection that goes away. Sent
+  // once (the id's timers die with it).
+  switch (id.ib) {
+    case IbState::req_sent:
+    case IbState::mra_req_rcvd:
+      send_simple(id, CmMsg::rej, false, kRejTimeout);
+      break;
+    case IbState::req_rcvd:
+    case IbState::mra_req_sent:
+    case IbState::rep_sent:
+    case IbState::mra_rep_rcvd:
+    case IbState::rep_rcvd:
+    case IbState::mra_rep_sent:
+      send_simple(id, CmMsg::rej, false, reject_reason::consumer);
+      break;
+    case IbState::established:
+      send_simple(id, CmMsg::dreq, false);
+      break;
+    case IbState::dreq_rcvd:
+      send_simple(id, CmMsg::drep, false);
+      break;
+    default:
+      break;
+  }
+  forget_remote(id);
+  Node& n = node(id.node);
+  n.listeners.erase(std::remove(n.listeners.begin(), n.listeners.end(), id.self), n.listeners.end());
+  if (id.port_taken) release_port(n, id.ps, id.local.port());
+  if (id.chan != nullptr) --id.chan->ids_attached;
+  ids.remove(id.self);
+  --stats.ids_alive;
+}
+
+void Core::kill_node(uint32_t n) { nodes[n]->dead = true; }
+
+void Core::remove_device(uint32_t n, uint32_t d) {
+  SimDevice& dev = *nodes[n]->devices[d];
+  if (dev.removed) return;
+  dev.removed = true;
+  std::vector<SimCmId*> hit;
+  ids.for_each([&](SimCmId& id) {
+    if (id.node == n && id.dev == static_cast<int>(d) && id.cma != CmaState::device_removal &&
+        id.cma != CmaState::idle)
+      hit.push_back(&id);
+  });
+  for (SimCmId* id : hit) {
+    cancel_timer(*id);
+    ++id->op_token;
+    forget_remote(*id);
+    if (id->ib != IbState::none) id->ib = IbState::idle;
+    id->cma = CmaState::device_removal;
+    post_event(*id, event(CmEventType::device_removal));
+  }
+  std::vector<SimQp*> qs;
+  qps.for_each([&](SimQp& qp) {
+    if (&qp.device() == &dev) qs.push_back(&qp);
+  });
+  for (SimQp* qp : qs) qp->to_error();
+}
+
+}  // namespace wireup::prov::sim
