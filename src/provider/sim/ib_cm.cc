@@ -456,9 +456,9 @@ void Core::id_destroyed(SimCmId& id) {
     ++stats.destroyed_with_unacked;
     stats.events_unacked -= unacked;
     WIREUP_LOG(error,
-               "sim: id (peer %s) destroyed with %u retrieved event(s) not acked; the real "
-               "rdma_destroy_id would block forever",
-               id.peer.to_string().c_str(), unacked);
+               "sim: id (local %s, peer %s) destroyed with %u retrieved event(s) not acked; "
+               "the real rdma_destroy_id would block forever",
+               id.local.to_string().c_str(), id.peer.to_string().c_str(), unacked);
   }
   if (id.chan != nullptr) id.chan->drop_events(id.self);
   charge(id.node, latency.destroy_id);
