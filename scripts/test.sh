@@ -16,9 +16,15 @@ cmake --build "$BUILD_DIR" -j "$JOBS"
 t1=$(date +%s)
 echo "test.sh: build took $((t1 - t0)) s"
 # in_vm tests run inside the VM through vm.suite, never directly on the host.
-if (($#)); then
-  ctest --test-dir "$BUILD_DIR" --output-on-failure -LE in_vm "$@"
-else
-  ctest --test-dir "$BUILD_DIR" --output-on-failure -LE in_vm
+set +e
+ctest --test-dir "$BUILD_DIR" --output-on-failure -LE in_vm "$@"
+rc=$?
+set -e
+# vm.suite shows its inner output only on failure: print the inner result lines either way.
+inner=$BUILD_DIR/tests/vm/Testing/Temporary/LastTest.log
+if [ -f "$inner" ]; then
+  echo "test.sh: inside the VM:"
+  grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|^\[(engine|a2a|mpi)\]|tests? passed|Test time' "$inner" | sed 's/^/  vm| /' || true
 fi
 echo "test.sh: tests took $(($(date +%s) - t1)) s"
+exit $rc
