@@ -91,11 +91,13 @@ SimDevice* SimCmId::bound_device() const {
 }
 
 Device* SimCmId::device() const { return bound_device(); }
+SockAddr SimCmId::local_addr() const { return bound ? SockAddr::ipv4(local_ip, local_port) : SockAddr(); }
+SockAddr SimCmId::peer_addr() const { return has_peer ? SockAddr::ipv4(remote_ip, peer_port) : SockAddr(); }
 EventChannel* SimCmId::channel() const { return chan; }
 
 Error SimCmId::fail(const char* call, int err, std::string detail) const {
   Error e = Error::from_errno(call, err, std::move(detail));
-  if (!peer.empty()) e.peer = peer.to_string();
+  if (has_peer) e.peer = peer_addr().to_string();
   return e;
 }
 
@@ -129,7 +131,9 @@ Status SimCmId::bind_addr(const SockAddr& addr) {
     return fail(call, EADDRINUSE, "port " + std::to_string(port) + " is in use");
   }
   port_taken = true;
-  local = SockAddr::ipv4(addr.ipv4_addr(), port);
+  local_ip = addr.ipv4_addr();
+  local_port = port;
+  bound = true;
   dev = d;
   cma = CmaState::addr_bound;
   core.charge(node, core.latency.bind);
@@ -159,12 +163,13 @@ Status SimCmId::resolve_addr(const SockAddr* src, const SockAddr& dst, int timeo
     for (size_t i = 0; dev < 0 && i < n.devices.size(); ++i)
       if (n.devices[i]->usable()) dev = static_cast<int>(i);
     if (dev < 0) return fail(call, ENODEV, "sim node " + std::to_string(node) + " has no usable device");
-    local = SockAddr::ipv4(n.devices[static_cast<size_t>(dev)]->ip(), local.port());
+    local_ip = n.devices[static_cast<size_t>(dev)]->ip();
   }
   SimDevice* mine = bound_device();
   if (mine->removed) return fail(call, ENODEV, "device " + mine->info().name + " was removed");
-  peer = dst;
   remote_ip = dip;
+  peer_port = dst.port();
+  has_peer = true;
   remote_node = target != nullptr ? target->node : UINT32_MAX;
   cma = CmaState::addr_query;
   ++op_token;
@@ -431,7 +436,7 @@ Status SimCmId::migrate(EventChannel& to) {
                        std::to_string(events_reported - events_acked) +
                            " retrieved event(s) of this id are not acked: the real call blocks "
                            "until they are; the single-threaded sim refuses instead")
-        .with_peer(peer.to_string());
+        .with_peer(peer_addr().to_string());
   if (chan != nullptr) chan->move_events(self, *target);
   attach(target);
   return Status::ok();

@@ -65,8 +65,8 @@ class SimCmId final : public CmId {
   Status set_local_ece(const Ece& ece) override;
   Result<Ece> get_remote_ece() override;
   Status migrate(EventChannel& to) override;
-  SockAddr local_addr() const override { return local; }
-  SockAddr peer_addr() const override { return peer; }
+  SockAddr local_addr() const override;
+  SockAddr peer_addr() const override;
   Device* device() const override;
   uint8_t port_num() const override { return dev >= 0 ? 1 : 0; }
   EventChannel* channel() const override;
@@ -86,8 +86,12 @@ class SimCmId final : public CmId {
   CmaState cma = CmaState::idle;
   IbState ib = IbState::none;
   int dev = -1;                 // device index on the node, -1 unbound
-  SockAddr local;
-  SockAddr peer;
+  // Addresses as IPv4 + port (a SockAddr is 128 bytes; ids are many).
+  uint32_t local_ip = 0;        // 0: the wildcard address
+  uint16_t local_port = 0;
+  bool bound = false;
+  uint16_t peer_port = 0;
+  bool has_peer = false;        // remote_ip / peer_port are set
   bool port_taken = false;
   bool passive = false;         // a CONNECT_REQUEST id
   Handle listener;              // passive: the listener it came through

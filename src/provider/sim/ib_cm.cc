@@ -33,8 +33,8 @@ Msg base_msg(const SimCmId& id, CmMsg type) {
   m.type = type;
   m.src_node = id.node;
   m.dst_node = id.remote_node;
-  m.src_ip = id.local.ipv4_addr();
-  m.src_port = id.local.port();
+  m.src_ip = id.local_ip;
+  m.src_port = id.local_port;
   m.dst_ip = id.remote_ip;
   m.ps = id.ps;
   m.src_comm = id.self;
@@ -61,7 +61,7 @@ void Core::cancel_timer(SimCmId& id) { ++id.timer_token; }
 void Core::send_req(SimCmId& id) {
   Msg m = base_msg(id, CmMsg::req);
   m.dst_comm = Handle{};
-  m.dst_port = id.peer.port();
+  m.dst_port = id.peer_port;
   m.qpn = id.local_qpn;
   m.psn = id.local_psn;
   m.ece = id.local_ece;
@@ -143,9 +143,9 @@ SimCmId* Core::find_listener(Node& n, PortSpace ps, uint32_t ip, uint16_t port) 
   SimCmId* wildcard = nullptr;
   for (Handle h : n.listeners) {
     SimCmId* l = ids.get(h);
-    if (l == nullptr || l->ps != ps || l->local.port() != port) continue;
-    if (l->local.ipv4_addr() == ip) return l;
-    if (l->local.ipv4_addr() == 0 && wildcard == nullptr) wildcard = l;
+    if (l == nullptr || l->ps != ps || l->local_port != port) continue;
+    if (l->local_ip == ip) return l;
+    if (l->local_ip == 0 && wildcard == nullptr) wildcard = l;
   }
   return wildcard;
 }
@@ -226,8 +226,11 @@ void Core::handle_req(Msg& m) {
   c.listener = l->self;
   c.cma = CmaState::connect;
   c.dev = static_cast<int>(dev->index);
-  c.local = SockAddr::ipv4(m.dst_ip, m.dst_port);
-  c.peer = SockAddr::ipv4(m.src_ip, m.src_port);
+  c.local_ip = m.dst_ip;
+  c.local_port = m.dst_port;
+  c.bound = true;
+  c.peer_port = m.src_port;
+  c.has_peer = true;
   c.remote_node = m.src_node;
   c.remote_comm = m.src_comm;
   c.remote_ip = m.src_ip;
@@ -263,6 +266,7 @@ void Core::handle_rep(Msg& m, SimCmId& id) {
     case IbState::req_sent:
     case IbState::mra_req_rcvd: {
       cancel_timer(id);
+      std::vector<uint8_t>().swap(id.sent_pd);  // the REQ will not be sent again
       id.remote_comm = m.src_comm;
       id.remote_qpn = m.qpn;
       id.remote_psn = m.psn;
@@ -296,6 +300,7 @@ void Core::handle_rep(Msg& m, SimCmId& id) {
 void Core::handle_rtu(SimCmId& id) {
   if (id.ib != IbState::rep_sent && id.ib != IbState::mra_rep_rcvd) return;  // duplicate
   cancel_timer(id);
+  std::vector<uint8_t>().swap(id.sent_pd);  // the REP will not be sent again
   id.ib = IbState::established;
   post_event(id, event(CmEventType::established));
 }
@@ -458,7 +463,7 @@ void Core::id_destroyed(SimCmId& id) {
     WIREUP_LOG(error,
                "sim: id (local %s, peer %s) destroyed with %u retrieved event(s) not acked; "
                "the real rdma_destroy_id would block forever",
-               id.local.to_string().c_str(), id.peer.to_string().c_str(), unacked);
+               id.local_addr().to_string().c_str(), id.peer_addr().to_string().c_str(), unacked);
   }
   if (id.chan != nullptr) id.chan->drop_events(id.self);
   charge(id.node, latency.destroy_id);
@@ -489,7 +494,7 @@ void Core::id_destroyed(SimCmId& id) {
   forget_remote(id);
   Node& n = node(id.node);
   n.listeners.erase(std::remove(n.listeners.begin(), n.listeners.end(), id.self), n.listeners.end());
-  if (id.port_taken) release_port(n, id.ps, id.local.port());
+  if (id.port_taken) release_port(n, id.ps, id.local_port);
   if (id.chan != nullptr) --id.chan->ids_attached;
   ids.remove(id.self);
   --stats.ids_alive;

@@ -217,7 +217,7 @@ Status SimQp::post_recv(uint64_t wr_id, const Sge& sge) {
   recvs_.push_back(Recv{wr_id, sge});
   if (!unmatched_.empty()) {
     Send s = unmatched_.front();
-    unmatched_.pop_front();
+    unmatched_.erase(unmatched_.begin());
     deliver(s);
   }
   return Status::ok();
@@ -247,7 +247,7 @@ void SimQp::deliver(Send s) {
     return;
   }
   Recv r = recvs_.front();
-  recvs_.pop_front();
+  recvs_.erase(recvs_.begin());
   SimQp* from = dev_.core.qps.get(s.from);
   uint32_t len = 0;
   int status = wc_status::success;
@@ -261,11 +261,11 @@ void SimQp::deliver(Send s) {
 
 void SimQp::to_error() {
   attr_.qp_state = QpState::err;
-  while (!recvs_.empty()) {
-    WorkCompletion wc{recvs_.front().wr_id, wc_status::wr_flush_err, wc_opcode_recv, 0, qpn_, 0};
-    recvs_.pop_front();
+  for (const Recv& r : recvs_) {
+    WorkCompletion wc{r.wr_id, wc_status::wr_flush_err, wc_opcode_recv, 0, qpn_, 0};
     static_cast<SimCq*>(init_.recv_cq)->push(wc);
   }
+  recvs_.clear();
   unmatched_.clear();
 }
 

@@ -147,8 +147,9 @@ class SimQp final : public Qp {
   QpInitAttr init_;
   QpAttr attr_;
   Ece ece_;
-  std::deque<Recv> recvs_;
-  std::deque<Send> unmatched_;  // arrived SENDs waiting for a RECV (RNR retry forever)
+  // Short FIFOs (bounded by max_recv_wr): vectors, since an empty std::deque allocates.
+  std::vector<Recv> recvs_;
+  std::vector<Send> unmatched_;  // arrived SENDs waiting for a RECV (RNR retry forever)
 };
 
 }  // namespace wireup::prov::sim
