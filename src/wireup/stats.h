@@ -53,6 +53,9 @@ class Stats {
 
   PhaseSummary summary(Phase p) const;
   std::string to_json() const;
+  // The raw samples of one phase (ns), so that a job's percentiles can be taken over the
+  // samples of all its ranks rather than averaged from per-rank percentiles.
+  const std::vector<int64_t>& samples(Phase p) const { return samples_[static_cast<size_t>(p)]; }
 
  private:
   std::array<std::vector<int64_t>, static_cast<size_t>(Phase::count_)> samples_;

@@ -1,0 +1,197 @@
+// wireup_a2a, the all-to-all runner: connects every pair of ranks with `lanes` connections
+// through the wireup engine, checks every connection, and summarises the job.
+//
+// Files:
+//   wireup_a2a.cc          main(): options, then the MPI or the sim driver
+//   wireup_a2a_options.cc  command line -> Options
+//   wireup_a2a_setup.cc    config, device and listen address, one rank's engine
+//   wireup_a2a_mpi.cc      one rank per process under mpirun (provider rdma)
+//   wireup_a2a_sim.cc      N virtual ranks in one process on the sim fabric
+//   wireup_a2a_check.cc    the QPN cross-check and the SEND both ways, per rank
+//   wireup_a2a_report.cc   what one rank contributes to the summary, and its wire format
+//   wireup_a2a_summary.cc  the job summary: human text and --json
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "config/config.h"
+#include "qp/factory.h"
+#include "wireup/engine.h"
+
+namespace wireup::a2a {
+
+// ---- options (wireup_a2a_options.cc) ------------------------------------------------------
+struct Options {
+  std::string provider = "rdma";             // rdma (under mpirun) | sim (one process)
+  uint32_t sim_ranks = 0;                    // --ranks N: virtual ranks (sim only)
+  std::string sim_latency = "hardware";      // --latency: hardware | rxe_vm | zero
+  uint64_t sim_seed = 1;
+  std::string config_file;                   // --config; empty = WIREUP_CONFIG, search path
+  std::vector<config::Override> overrides;   // --lanes, --set, --wireup-timeout-ms
+  std::string addr;                          // --addr; empty = the chosen device's IPv4
+  bool json = false;
+  bool verify = true;
+  bool progress = true;
+  uint64_t job_key = 0;                      // 0 = random, from rank 0
+  int kill_rank = -1;                        // fault injection: this rank dies mid-wireup
+  int64_t kill_after_ms = -1;                //   ... this long after start
+  int64_t kill_after_conns = -1;             //   ... or once it has this many connections
+  double verify_timeout_s = 30;              // SEND check: completions must arrive by then
+};
+
+extern const char* const kUsage;
+// The options, or an invalid_argument error whose detail names the offending option.
+Result<Options> parse_options(int argc, char** argv);
+
+// ---- one rank's setup (wireup_a2a_setup.cc) -----------------------------------------------
+Result<config::Config> load_config(const Options& o);
+
+struct Endpoint {
+  prov::Device* device = nullptr;
+  prov::SockAddr listen;  // port 0
+  std::string how;        // "rxe0 (netdev dummy0), 10.0.0.1" — for errors and the summary
+};
+// The device (config include/exclude, ACTIVE port, topology ranking) and the address to listen
+// on: --addr, else the first IPv4 address of the device's netdev.
+Result<Endpoint> choose_endpoint(prov::Provider& p, const config::Settings& s, const Options& o);
+
+// What a rank's engine needs besides the options: the QP factory that owns PD and CQ.
+struct RankEngine {
+  std::unique_ptr<qp::DefaultQpFactory> factory;  // declared first: outlives the engine's QPs
+  std::unique_ptr<Engine> engine;
+};
+Result<RankEngine> make_engine(prov::Provider& p, const config::Settings& s, uint32_t rank,
+                               uint32_t nranks, const prov::SockAddr& listen, uint64_t job_key);
+
+// ---- per-rank checks (wireup_a2a_check.cc) ------------------------------------------------
+// What a rank recorded for one (peer, lane): its own QPN and the peer's as the CM carried it;
+// zeros when the lane is not established.
+struct QpnPair {
+  uint32_t local = 0;
+  uint32_t remote = 0;
+};
+// Table indexed [peer * lanes + lane] over every rank of the job.
+std::vector<QpnPair> qpn_table(const Engine& e, uint32_t nranks, uint32_t lanes);
+
+struct CheckCounts {
+  uint64_t qpn_ok = 0;        // both sides established, QPNs crossed
+  uint64_t qpn_bad = 0;       // both established, QPNs do not cross
+  uint64_t half_open = 0;     // established on one side only
+  uint64_t send_ok = 0;       // our SEND completed successfully (RC: the peer received it)
+  uint64_t recv_ok = 0;       // the peer's SEND arrived on the right QP with the right text
+  uint64_t data_bad = 0;      // completion errors, wrong QP or text, or missing by the deadline
+  uint64_t errors = 0;        // the engine or a check itself failed on some rank
+  bool data_checked = false;
+  std::vector<std::string> problems;  // the first few, for the summary
+  void problem(std::string s);
+};
+// Compares what `me` recorded about (peer, lane) with what the peer recorded about (me, lane).
+void cross_check(uint32_t me, uint32_t peer, uint32_t lane, QpnPair mine, QpnPair theirs,
+                 CheckCounts& c);
+
+// The SEND both ways for one rank: one receive per connection, then one SEND per connection
+// carrying "<sender rank>:<lane>", then poll the factory's CQ.
+class DataCheck {
+ public:
+  // Connections to peers outside `skip` (dead ranks) take part.
+  DataCheck(Engine& e, qp::DefaultQpFactory& f, uint32_t my_rank, const std::set<uint32_t>& skip);
+  Status post_recvs();
+  Status post_sends();
+  // Polls once; true when every completion arrived.
+  Result<bool> poll(CheckCounts& c);
+  // Whatever is still missing is counted as data_bad.
+  void give_up(CheckCounts& c);
+  size_t size() const { return conns_.size(); }
+
+ private:
+  std::vector<const ConnResult*> conns_;
+  qp::DefaultQpFactory& factory_;
+  uint32_t me_;
+  std::vector<char> buf_;
+  std::unique_ptr<prov::Mr> mr_;
+  prov::Cq* cq_ = nullptr;
+  std::vector<uint8_t> got_recv_, got_send_;
+  size_t recvs_ = 0, sends_ = 0;
+};
+
+// ---- what one rank reports (wireup_a2a_report.cc) -----------------------------------------
+struct RankReport {
+  uint32_t rank = 0;
+  std::string device;
+  double wireup_s = 0;             // start() -> done(), this rank
+  uint64_t planned = 0;            // (peer, lane) slots of this rank
+  uint64_t active_to_live = 0;     // established as the active side, peer alive: counts a connection once
+  uint64_t lost = 0;               // established with a rank that died afterwards
+  uint64_t connects_started = 0, retries = 0, failed = 0, superseded = 0, strangers = 0, events = 0;
+  std::map<int, uint64_t> rejects_received;
+  std::map<std::string, uint64_t> rejects_sent, failures, ece_outcomes;
+  std::array<std::vector<int64_t>, static_cast<size_t>(Phase::count_)> samples;  // ns
+  // peer -> failure kind ("rejected(35)", "timed_out", ...) -> lanes
+  std::map<uint32_t, std::map<std::string, uint64_t>> errors_by_peer;
+  CheckCounts check;
+};
+
+RankReport make_report(uint32_t rank, const Engine& e, double wireup_s, const std::set<uint32_t>& dead);
+// A line-oriented text form, so that MPI can gather reports of any size.
+std::string serialize(const RankReport& r);
+Result<RankReport> deserialize(std::string_view text);
+
+// ---- the job summary (wireup_a2a_summary.cc) ----------------------------------------------
+struct JobInfo {
+  uint32_t ranks = 0;
+  uint32_t lanes = 0;
+  std::string provider;
+  std::string mode;                // "mpi" or "sim (latency model ...)"
+  double wall_s = 0;               // first start to last done (max over ranks)
+  bool verified = false;           // checks ran
+  std::set<uint32_t> dead;         // ranks killed on purpose (--kill-rank)
+};
+
+struct PhaseStats {
+  size_t n = 0;
+  double p50_us = 0, p99_us = 0, max_us = 0;
+};
+
+struct Summary {
+  JobInfo job;
+  std::string device;              // the devices ranks used, "rxe0" or "mlx5_0,mlx5_1"
+  uint64_t planned = 0;            // pairs x lanes
+  uint64_t connections = 0;        // established between live ranks (each counted once)
+  uint64_t failed = 0;             // planned - connections
+  uint64_t lost = 0;               // established, then the peer died
+  double conn_per_s = 0;
+  std::array<PhaseStats, static_cast<size_t>(Phase::count_)> phases{};
+  uint64_t connects_started = 0, retries = 0, strangers = 0, superseded = 0, events = 0;
+  std::map<int, uint64_t> rejects_received;
+  std::map<std::string, uint64_t> rejects_sent, failures, ece_outcomes;
+  // failed peer -> ranks reporting it -> lanes by kind, summed over the reporters
+  std::map<uint32_t, std::pair<std::set<uint32_t>, std::map<std::string, uint64_t>>> failed_peers;
+  CheckCounts check;               // summed over ranks
+  double slowest_rank_s = 0;
+  uint32_t slowest_rank = 0;
+};
+
+Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports);
+std::string human(const Summary& s);
+std::string to_json(const Summary& s);
+// 0: every planned connection established and (if checked) verified; 3: some connections
+// failed but every established one checks out; 1: a check failed.
+int exit_status(const Summary& s);
+
+// Progress line on stderr: "[a2a] 1234/2016 connections, 3 retries, 12.3 s".
+void progress_line(uint64_t established, uint64_t planned, uint64_t retries, double seconds);
+
+// ---- drivers ----------------------------------------------------------------------------
+int run_mpi(const Options& o, int& argc, char**& argv);  // wireup_a2a_mpi.cc
+int run_sim(const Options& o);                            // wireup_a2a_sim.cc
+
+}  // namespace wireup::a2a

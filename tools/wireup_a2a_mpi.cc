@@ -1,0 +1,303 @@
+// The MPI driver: one rank per process, provider rdma. MPI is only the out-of-band channel
+// (job key, addresses, the checks' exchange, the reports); every connection goes through the
+// engine and the RDMA CM.
+//
+// A killed rank (--kill-rank) must not hang the others. Open MPI 4.1 has no ULFM, so a
+// communicator cannot be shrunk after a failure: the survivors' communicator is split off before
+// wireup starts, while the victim still takes part, and every collective after start() runs on
+// it. mpirun must be told not to abort the job when a process dies (--enable-recovery), and the
+// survivors skip MPI_Finalize, whose global fence would wait for the dead rank forever.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+
+#include "common/log.h"
+#include "wireup/address.h"
+#include "wireup_a2a.h"
+
+namespace wireup::a2a {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kAddrSlot = 1 + kAddressBytesMax;  // length byte, then the address bytes
+constexpr auto kRoundEvery = std::chrono::milliseconds(200);
+constexpr auto kPrintEvery = std::chrono::seconds(1);
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Every rank says whether its step worked; one failure stops them all, each naming its reason.
+bool all_ok(MPI_Comm comm, int rank, const Status& st) {
+  int mine = st ? 1 : 0, all = 0;
+  if (!st) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", rank, st.message().c_str());
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+uint64_t pick_job_key(const Options& o, const config::Settings& s) {
+  if (o.job_key != 0) return o.job_key;
+  if (s.engine.job_key != 0) return s.engine.job_key;
+  std::random_device rd;
+  uint64_t k = 0;
+  while (k == 0) k = (uint64_t(rd()) << 32) ^ rd();
+  return k;
+}
+
+// Keeps MPI's own traffic off the device under test (and its CPU time out of the numbers):
+// shared memory and TCP are plenty for the few collectives the runner does. Anything the user
+// set (OMPI_MCA_* or mpirun --mca) wins.
+void mpi_off_the_device() {
+  setenv("OMPI_MCA_pml", "ob1", 0);
+  setenv("OMPI_MCA_btl", "self,vader,tcp", 0);
+  setenv("OMPI_MCA_osc", "^ucx,rdma", 0);
+}
+
+struct Wireup {
+  double seconds = 0;
+  Status error;
+};
+
+// The victim: wires up like everyone else and dies at the trigger, like a crashed process.
+[[noreturn]] void run_victim(const Options& o, Engine& e, int rank) {
+  const auto t0 = Clock::now();
+  for (;;) {
+    auto w = e.progress();
+    const double ms = since(t0) * 1e3;
+    const uint64_t up = e.stats().established_active + e.stats().established_passive;
+    const bool trigger = (o.kill_after_ms >= 0 && ms >= double(o.kill_after_ms)) ||
+                         (o.kill_after_conns > 0 && up >= uint64_t(o.kill_after_conns));
+    if (trigger || e.done() || !w) {
+      std::fprintf(stderr, "[a2a] rank %d: _exit() %s after %.0f ms, %llu connections established (--kill-rank)\n",
+                   rank, trigger ? "mid-wireup" : "at the end of wireup (the trigger never fired)", ms,
+                   (unsigned long long)up);
+      std::fflush(nullptr);
+      _exit(137);
+    }
+    if (*w == 0) (void)e.wait(std::chrono::milliseconds(1));
+  }
+}
+
+// Progresses the engine until every live rank is done. Rounds of MPI_Iallreduce over the live
+// ranks carry {established, retries, done}: they end the loop together and feed rank 0's
+// progress line. A rank that is done starts its next round at once, so the last one to finish
+// ends the loop without waiting out a round interval.
+Wireup run_wireup(const Options& o, Engine& e, MPI_Comm live, uint64_t planned) {
+  int lr = 0, ln = 0;
+  MPI_Comm_rank(live, &lr);
+  MPI_Comm_size(live, &ln);
+  Wireup out;
+  const auto t0 = Clock::now();
+  auto last_round = t0 - kRoundEvery, last_print = t0;
+  bool done = false, printed = false;
+  MPI_Request req = MPI_REQUEST_NULL;
+  uint64_t send[3] = {}, recv[3] = {};
+  for (;;) {
+    int work = 0;
+    if (!done) {
+      auto w = e.progress();
+      if (!w) out.error = w.error();
+      work = w ? *w : 0;
+      if (!w || e.done()) done = true, out.seconds = since(t0);
+    }
+    const auto now = Clock::now();
+    if (req == MPI_REQUEST_NULL && (done || now - last_round >= kRoundEvery)) {
+      send[0] = e.stats().established_active;
+      send[1] = e.stats().retries;
+      send[2] = done ? 1 : 0;
+      MPI_Iallreduce(send, recv, 3, MPI_UINT64_T, MPI_SUM, live, &req);
+      last_round = now;
+    }
+    int flag = 0;
+    MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    if (flag) {
+      if (recv[2] == uint64_t(ln)) break;
+      if (lr == 0 && o.progress && now - last_print >= kPrintEvery) {
+        progress_line(recv[0], planned, recv[1], since(t0));
+        last_print = now, printed = true;
+      }
+    }
+    if (work == 0) (void)e.wait(std::chrono::milliseconds(done ? 1 : 2));
+  }
+  if (lr == 0 && printed) progress_line(recv[0], planned, recv[1], since(t0));
+  return out;
+}
+
+// QPN cross-check over MPI_Alltoall: to each live rank, what we recorded about it per lane.
+void qpn_exchange(Engine& e, MPI_Comm live, const std::vector<int>& world_of, uint32_t me, uint32_t nranks,
+                  uint32_t lanes, CheckCounts& c) {
+  const std::vector<QpnPair> table = qpn_table(e, nranks, lanes);
+  const size_t ln = world_of.size();
+  std::vector<uint32_t> out(ln * lanes * 2), in(ln * lanes * 2);
+  for (size_t j = 0; j < ln; ++j)
+    for (uint32_t l = 0; l < lanes; ++l) {
+      const QpnPair& q = table[size_t(world_of[j]) * lanes + l];
+      out[(j * lanes + l) * 2] = q.local;
+      out[(j * lanes + l) * 2 + 1] = q.remote;
+    }
+  MPI_Alltoall(out.data(), int(lanes * 2), MPI_UINT32_T, in.data(), int(lanes * 2), MPI_UINT32_T, live);
+  for (size_t j = 0; j < ln; ++j) {
+    const uint32_t peer = uint32_t(world_of[j]);
+    if (peer == me) continue;
+    for (uint32_t l = 0; l < lanes; ++l) {
+      QpnPair theirs{in[(j * lanes + l) * 2], in[(j * lanes + l) * 2 + 1]};
+      cross_check(me, peer, l, table[size_t(peer) * lanes + l], theirs, c);
+    }
+  }
+}
+
+// The SEND both ways: receives everywhere, a barrier so no SEND finds its receiver unready,
+// then the SENDs, then every completion or the deadline.
+Status data_exchange(const Options& o, RankEngine& re, MPI_Comm live, uint32_t me, const std::set<uint32_t>& dead,
+                     CheckCounts& c) {
+  DataCheck dc(*re.engine, *re.factory, me, dead);
+  Status posted = dc.post_recvs();
+  int ok = posted ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, live);
+  if (!posted) return posted;
+  if (!all) return Status::ok();  // another rank could not post: it reports why
+  if (Status s = dc.post_sends(); !s) return s;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(o.verify_timeout_s);
+  for (;;) {
+    auto r = dc.poll(c);
+    if (!r) return r.error();
+    if (*r) break;
+    if (Clock::now() >= deadline) {
+      dc.give_up(c);
+      break;
+    }
+    usleep(100);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int run_mpi(const Options& o, int& argc, char**& argv) {
+  mpi_off_the_device();
+  MPI_Init(&argc, &argv);
+  int wr = 0, wn = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  MPI_Comm_size(MPI_COMM_WORLD, &wn);
+  if (wn < 2 || o.kill_rank >= wn) {
+    if (wr == 0)
+      std::fprintf(stderr, "wireup_a2a: %s\n", wn < 2 ? "needs at least 2 ranks (mpirun -np N, N >= 2)"
+                                                      : "--kill-rank is not a rank of this job");
+    MPI_Finalize();
+    return 2;
+  }
+  const bool victim = o.kill_rank == wr;
+  MPI_Comm live;
+  MPI_Comm_split(MPI_COMM_WORLD, victim ? 1 : 0, wr, &live);
+  std::set<uint32_t> dead;
+  if (o.kill_rank >= 0) dead.insert(uint32_t(o.kill_rank));
+
+  // --- setup: every rank's failure is reported, then all stop --------------------------------
+  Status st;
+  std::unique_ptr<prov::Provider> provider;
+  std::optional<config::Config> cfg;
+  Endpoint ep;
+  auto c = load_config(o);
+  if (!c) st = c.error();
+  else cfg = std::move(c).value();
+  if (st) {
+    auto p = prov::create_rdma_provider();
+    if (!p) st = p.error();
+    else provider = std::move(p).value();
+  }
+  if (st) {
+    auto e = choose_endpoint(*provider, cfg->settings(), o);
+    if (!e) st = e.error();
+    else ep = *e;
+  }
+  if (!all_ok(MPI_COMM_WORLD, wr, st)) return MPI_Finalize(), 1;
+  const config::Settings& s = cfg->settings();
+  uint64_t key = wr == 0 ? pick_job_key(o, s) : 0;
+  MPI_Bcast(&key, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  RankEngine re;
+  auto made = make_engine(*provider, s, uint32_t(wr), uint32_t(wn), ep.listen, key);
+  if (!made) st = made.error();
+  else re = std::move(made).value();
+  if (!all_ok(MPI_COMM_WORLD, wr, st)) return MPI_Finalize(), 1;
+
+  // --- addresses, peers, start -----------------------------------------------------------------
+  std::vector<uint8_t> mine(kAddrSlot, 0), all(kAddrSlot * size_t(wn));
+  const std::vector<uint8_t> addr = re.engine->local_address();
+  mine[0] = uint8_t(addr.size());
+  std::copy(addr.begin(), addr.end(), mine.begin() + 1);
+  MPI_Allgather(mine.data(), int(kAddrSlot), MPI_BYTE, all.data(), int(kAddrSlot), MPI_BYTE, MPI_COMM_WORLD);
+  std::vector<Peer> peers(static_cast<size_t>(wn));
+  for (int r = 0; r < wn; ++r) {
+    const uint8_t* a = all.data() + size_t(r) * kAddrSlot;
+    peers[size_t(r)] = Peer{uint32_t(r), std::vector<uint8_t>(a + 1, a + 1 + std::min<size_t>(a[0], kAddressBytesMax))};
+  }
+  st = re.engine->set_peers(peers);
+  if (!all_ok(MPI_COMM_WORLD, wr, st)) return MPI_Finalize(), 1;
+  const uint32_t lanes = uint32_t(s.engine.lanes);
+  const uint64_t planned = uint64_t(wn) * uint64_t(wn - 1) / 2 * lanes;
+  if (wr == 0 && !o.json)
+    std::fprintf(stderr, "[a2a] %d ranks x %u lanes = %llu connections; rank 0 on %s\n", wn, lanes,
+                 (unsigned long long)planned, ep.how.c_str());
+  MPI_Barrier(MPI_COMM_WORLD);
+  st = re.engine->start();
+  if (!st) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, st.message().c_str());
+  if (victim) run_victim(o, *re.engine, wr);
+  Wireup w = run_wireup(o, *re.engine, live, planned);
+  if (!w.error) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.message().c_str());
+
+  // --- checks, among the live ranks --------------------------------------------------------
+  int lr = 0, ln = 0;
+  MPI_Comm_rank(live, &lr);
+  MPI_Comm_size(live, &ln);
+  std::vector<int> world_of(static_cast<size_t>(ln));
+  MPI_Allgather(&wr, 1, MPI_INT, world_of.data(), 1, MPI_INT, live);
+  double wall = 0;
+  MPI_Reduce(&w.seconds, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, live);
+  RankReport rep = make_report(uint32_t(wr), *re.engine, w.seconds, dead);
+  if (o.verify) {
+    qpn_exchange(*re.engine, live, world_of, uint32_t(wr), uint32_t(wn), lanes, rep.check);
+    if (Status d = data_exchange(o, re, live, uint32_t(wr), dead, rep.check); !d)
+      rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d.message()), ++rep.check.errors;
+    MPI_Barrier(live);  // nobody tears down while a peer still polls
+  }
+  if (!w.error || !st)
+    rep.check.problem("rank " + std::to_string(wr) + ": " + (st ? w.error : st).message()), ++rep.check.errors;
+
+  // --- reports to rank 0, the summary --------------------------------------------------------
+  const std::string text = serialize(rep);
+  int len = int(text.size());
+  std::vector<int> lens(static_cast<size_t>(ln)), offs(static_cast<size_t>(ln));
+  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, live);
+  std::string gathered;
+  if (lr == 0) {
+    for (int i = 1; i < ln; ++i) offs[size_t(i)] = offs[size_t(i - 1)] + lens[size_t(i - 1)];
+    gathered.resize(size_t(offs[size_t(ln - 1)] + lens[size_t(ln - 1)]));
+  }
+  MPI_Gatherv(text.data(), len, MPI_CHAR, gathered.data(), lens.data(), offs.data(), MPI_CHAR, 0, live);
+  int status = 0;
+  if (lr == 0) {
+    std::vector<RankReport> reports;
+    for (int i = 0; i < ln; ++i) {
+      auto r = deserialize(std::string_view(gathered).substr(size_t(offs[size_t(i)]), size_t(lens[size_t(i)])));
+      if (!r) std::fprintf(stderr, "wireup_a2a: report of rank %d: %s\n", world_of[size_t(i)], r.error().message().c_str());
+      else reports.push_back(std::move(r).value());
+    }
+    JobInfo job{uint32_t(wn), lanes, "rdma", "mpi", wall, o.verify, dead};
+    Summary sum = summarize(job, reports);
+    std::fputs((o.json ? to_json(sum) + "\n" : human(sum)).c_str(), stdout);
+    status = int(reports.size()) == ln ? exit_status(sum) : 1;
+  }
+  MPI_Bcast(&status, 1, MPI_INT, 0, live);
+  std::fflush(nullptr);
+  (void)re.engine->close(std::chrono::seconds(2));
+  re.engine.reset();  // its QPs and ids before the factory's PD and CQ
+  re.factory.reset();
+  if (!dead.empty()) _exit(status);  // MPI_Finalize would wait for the dead rank
+  MPI_Comm_free(&live);
+  MPI_Finalize();
+  return status;
+}
+
+}  // namespace wireup::a2a

@@ -1,0 +1,139 @@
+// wireup_a2a's command line.
+#include <charconv>
+#include <cstdlib>
+
+#include "wireup_a2a.h"
+
+namespace wireup::a2a {
+
+const char* const kUsage =
+    "usage: mpirun [-np N] wireup_a2a [options]          one rank per process (provider rdma)\n"
+    "       wireup_a2a --provider sim --ranks N [options]  N virtual ranks in this process\n"
+    "\n"
+    "Connects every pair of ranks with --lanes connections through the wireup engine (QPs owned\n"
+    "by the runner, ECE attempted, ids migrated), checks every connection (QPN cross-check and a\n"
+    "SEND both ways) and prints a summary: connections, wall time, connections/s, per-phase\n"
+    "p50/p99, retries, rejects by reason, ECE outcomes, failed peers.\n"
+    "\n"
+    "  --lanes N              connections per pair of ranks (engine.lanes)\n"
+    "  --config FILE          tuning file (default: WIREUP_CONFIG, ./wireup.toml,\n"
+    "                         /etc/wireup/wireup.toml); the environment still wins over it\n"
+    "  --set KEY=VALUE        any configuration key, e.g. --set engine.connect_window=16\n"
+    "  --wireup-timeout-ms T  give up on pairs not connected T ms after start\n"
+    "  --addr IP              listen address (default: the first IPv4 address of the chosen\n"
+    "                         device's netdev)\n"
+    "  --job-key HEX          the job's key (default: random, chosen by rank 0)\n"
+    "  --json                 one JSON object on stdout instead of the human summary\n"
+    "  --no-verify            skip the QPN cross-check and the SEND both ways\n"
+    "  --no-progress          no progress line on stderr\n"
+    "  --verify-timeout-s S   SEND check deadline (default 30)\n"
+    "  --kill-rank R          fault injection: rank R _exit()s mid-wireup; the others report it\n"
+    "                         and keep every other connection (mpirun needs --enable-recovery)\n"
+    "  --kill-after-ms T      ... T ms after start (default 0 with --kill-rank alone)\n"
+    "  --kill-after-conns K   ... once K of its connections are established\n"
+    "  --provider rdma|sim    sim: the simulated fabric, no device, no mpirun\n"
+    "  --ranks N              sim: virtual ranks\n"
+    "  --latency MODEL        sim: hardware (default) | rxe_vm | zero\n"
+    "  --seed S               sim: fabric seed (default 1)\n"
+    "  --help                 this text\n"
+    "\n"
+    "Exit status: 0 all connected and verified; 3 some connections failed, every established one\n"
+    "verified; 1 a check failed or the job could not run; 2 bad usage.\n";
+
+namespace {
+
+Error bad(const std::string& what) { return Error::make(ErrorCode::invalid_argument, "wireup_a2a", what); }
+
+template <class T>
+Result<T> number(const std::string& opt, const std::string& v, T min, int base = 10) {
+  T out{};
+  std::string_view s = v;
+  if (base == 16 && (s.starts_with("0x") || s.starts_with("0X"))) s.remove_prefix(2);
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || out < min)
+    return bad(opt + " " + v + ": expected a number >= " + std::to_string(min));
+  return out;
+}
+
+}  // namespace
+
+Result<Options> parse_options(int argc, char** argv) {
+  Options o;
+  bool kill_when = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    static const std::set<std::string> with_value = {
+        "--lanes", "--config", "--set", "--wireup-timeout-ms", "--addr", "--job-key", "--kill-rank",
+        "--kill-after-ms", "--kill-after-conns", "--provider", "--ranks", "--latency", "--seed",
+        "--verify-timeout-s"};
+    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos &&
+                                         with_value.count(arg.substr(0, eq))) {
+      value = arg.substr(eq + 1), arg = arg.substr(0, eq);
+    } else if (with_value.count(arg)) {
+      if (i + 1 >= argc) return bad(arg + " needs a value");
+      value = argv[++i];
+    }
+    if (arg == "--json") o.json = true;
+    else if (arg == "--no-verify") o.verify = false;
+    else if (arg == "--no-progress") o.progress = false;
+    else if (arg == "--config") o.config_file = value;
+    else if (arg == "--addr") o.addr = value;
+    else if (arg == "--lanes") {
+      auto n = number<uint32_t>(arg, value, 1);
+      if (!n) return n.error();
+      o.overrides.push_back({"engine.lanes", value});
+    } else if (arg == "--wireup-timeout-ms") {
+      auto n = number<int64_t>(arg, value, 1);
+      if (!n) return n.error();
+      o.overrides.push_back({"engine.wireup_timeout_ms", value});
+    } else if (arg == "--set") {
+      const size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0) return bad("--set " + value + ": expected KEY=VALUE");
+      o.overrides.push_back({value.substr(0, eq), value.substr(eq + 1)});
+    } else if (arg == "--job-key") {
+      auto k = number<uint64_t>(arg, value, 1, 16);
+      if (!k) return k.error();
+      o.job_key = *k;
+    } else if (arg == "--kill-rank") {
+      auto n = number<int>(arg, value, 0);
+      if (!n) return n.error();
+      o.kill_rank = *n;
+    } else if (arg == "--kill-after-ms") {
+      auto n = number<int64_t>(arg, value, 0);
+      if (!n) return n.error();
+      o.kill_after_ms = *n, kill_when = true;
+    } else if (arg == "--kill-after-conns") {
+      auto n = number<int64_t>(arg, value, 1);
+      if (!n) return n.error();
+      o.kill_after_conns = *n, kill_when = true;
+    } else if (arg == "--verify-timeout-s") {
+      auto n = number<int>(arg, value, 1);
+      if (!n) return n.error();
+      o.verify_timeout_s = *n;
+    } else if (arg == "--provider") {
+      if (value != "rdma" && value != "sim") return bad("--provider " + value + ": expected rdma or sim");
+      o.provider = value;
+    } else if (arg == "--ranks") {
+      auto n = number<uint32_t>(arg, value, 2);
+      if (!n) return n.error();
+      o.sim_ranks = *n;
+    } else if (arg == "--latency") {
+      if (value != "hardware" && value != "rxe_vm" && value != "zero")
+        return bad("--latency " + value + ": expected hardware, rxe_vm or zero");
+      o.sim_latency = value;
+    } else if (arg == "--seed") {
+      auto n = number<uint64_t>(arg, value, 0);
+      if (!n) return n.error();
+      o.sim_seed = *n;
+    } else {
+      return bad("unknown option " + arg);
+    }
+  }
+  if (o.provider == "sim" && o.sim_ranks == 0) return bad("--provider sim needs --ranks N");
+  if (o.provider != "sim" && o.sim_ranks != 0) return bad("--ranks is for --provider sim (under mpirun, use -np)");
+  if (kill_when && o.kill_rank < 0) return bad("--kill-after-ms/--kill-after-conns need --kill-rank");
+  if (o.kill_rank >= 0 && !kill_when) o.kill_after_ms = 0;
+  return o;
+}
+
+}  // namespace wireup::a2a

@@ -1,0 +1,135 @@
+// What one rank contributes to the job summary, and a text form for gathering it over MPI.
+// One record per line, "<tag> <fields...>"; names never contain blanks, problem texts run to
+// the end of their line.
+#include <charconv>
+#include <cstdio>
+#include <sstream>
+
+#include "wireup_a2a.h"
+
+namespace wireup::a2a {
+namespace {
+
+std::string failure_kind(const cm::Failure& f) {
+  if (f.kind == cm::FailKind::rejected) return "rejected(" + std::to_string(f.status) + ")";
+  return cm::to_string(f.kind);
+}
+
+Error malformed(const std::string& line) {
+  return Error::make(ErrorCode::protocol_error, "a2a::deserialize", "malformed report line \"" + line + "\"");
+}
+
+}  // namespace
+
+RankReport make_report(uint32_t rank, const Engine& e, double wireup_s, const std::set<uint32_t>& dead) {
+  RankReport r;
+  r.rank = rank;
+  r.wireup_s = wireup_s;
+  for (const ConnResult& c : e.results()) {
+    if (r.device.empty()) r.device = c.device;
+    if (dead.count(c.peer)) ++r.lost;
+    else if (c.role == cm::Role::active) ++r.active_to_live;
+  }
+  r.planned = e.results().size() + e.errors().size();
+  const Stats& s = e.stats();
+  r.connects_started = s.connects_started;
+  r.retries = s.retries;
+  r.failed = s.failed;
+  r.superseded = s.superseded;
+  r.strangers = s.strangers;
+  r.events = s.events;
+  r.rejects_received = s.rejects_received;
+  r.rejects_sent = s.rejects_sent;
+  r.failures = s.failures;
+  r.ece_outcomes = s.ece_outcomes;
+  for (size_t p = 0; p < r.samples.size(); ++p) r.samples[p] = s.samples(static_cast<Phase>(p));
+  for (const PeerError& pe : e.errors()) r.errors_by_peer[pe.peer][failure_kind(pe.failure)]++;
+  return r;
+}
+
+std::string serialize(const RankReport& r) {
+  std::ostringstream o;
+  o << "rank " << r.rank << "\n";
+  if (!r.device.empty()) o << "device " << r.device << "\n";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9f", r.wireup_s);
+  o << "wireup_s " << buf << "\n";
+  o << "n " << r.planned << " " << r.active_to_live << " " << r.lost << " " << r.connects_started << " "
+    << r.retries << " " << r.failed << " " << r.superseded << " " << r.strangers << " " << r.events << "\n";
+  for (auto& [k, v] : r.rejects_received) o << "rr " << k << " " << v << "\n";
+  for (auto& [k, v] : r.rejects_sent) o << "rs " << k << " " << v << "\n";
+  for (auto& [k, v] : r.failures) o << "f " << k << " " << v << "\n";
+  for (auto& [k, v] : r.ece_outcomes) o << "ece " << k << " " << v << "\n";
+  for (size_t p = 0; p < r.samples.size(); ++p) {
+    if (r.samples[p].empty()) continue;
+    o << "s " << p;
+    for (int64_t v : r.samples[p]) o << " " << v;
+    o << "\n";
+  }
+  for (auto& [peer, kinds] : r.errors_by_peer)
+    for (auto& [k, v] : kinds) o << "e " << peer << " " << k << " " << v << "\n";
+  const CheckCounts& c = r.check;
+  o << "c " << c.qpn_ok << " " << c.qpn_bad << " " << c.half_open << " " << c.send_ok << " " << c.recv_ok << " "
+    << c.data_bad << " " << c.errors << " " << (c.data_checked ? 1 : 0) << "\n";
+  for (const std::string& p : c.problems) {
+    std::string line = p;
+    for (char& ch : line)
+      if (ch == '\n') ch = ' ';
+    o << "p " << line << "\n";
+  }
+  return o.str();
+}
+
+Result<RankReport> deserialize(std::string_view text) {
+  RankReport r;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::istringstream l(line);
+    std::string tag;
+    l >> tag;
+    bool ok = true;
+    if (tag == "rank") {
+      ok = bool(l >> r.rank);
+    } else if (tag == "device") {
+      ok = bool(l >> r.device);
+    } else if (tag == "wireup_s") {
+      ok = bool(l >> r.wireup_s);
+    } else if (tag == "n") {
+      ok = bool(l >> r.planned >> r.active_to_live >> r.lost >> r.connects_started >> r.retries >> r.failed >>
+                r.superseded >> r.strangers >> r.events);
+    } else if (tag == "rr") {
+      int k;
+      uint64_t v;
+      ok = bool(l >> k >> v) && (r.rejects_received[k] = v, true);
+    } else if (tag == "rs" || tag == "f" || tag == "ece") {
+      std::string k;
+      uint64_t v;
+      auto& m = tag == "rs" ? r.rejects_sent : tag == "f" ? r.failures : r.ece_outcomes;
+      ok = bool(l >> k >> v) && (m[k] = v, true);
+    } else if (tag == "s") {
+      size_t p;
+      ok = bool(l >> p) && p < r.samples.size();
+      for (int64_t v; ok && l >> v;) r.samples[p].push_back(v);
+    } else if (tag == "e") {
+      uint32_t peer;
+      std::string k;
+      uint64_t v;
+      ok = bool(l >> peer >> k >> v) && (r.errors_by_peer[peer][k] = v, true);
+    } else if (tag == "c") {
+      CheckCounts& c = r.check;
+      int checked = 0;
+      ok = bool(l >> c.qpn_ok >> c.qpn_bad >> c.half_open >> c.send_ok >> c.recv_ok >> c.data_bad >> c.errors >> checked);
+      c.data_checked = checked != 0;
+    } else if (tag == "p") {
+      r.check.problems.push_back(line.size() > 2 ? line.substr(2) : std::string());
+    } else {
+      ok = false;
+    }
+    if (!ok) return malformed(line);
+  }
+  return r;
+}
+
+}  // namespace wireup::a2a

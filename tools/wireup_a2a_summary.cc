@@ -1,0 +1,226 @@
+// The job summary: the ranks' reports added up, printed for people or as one JSON object.
+#include <algorithm>
+#include <cstdio>
+
+#include "wireup_a2a.h"
+
+namespace wireup::a2a {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+std::string quote(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
+    else if (c < 0x20) o += fmt("\\u%04x", c);
+    else o += static_cast<char>(c);
+  }
+  return o + "\"";
+}
+
+template <class M>
+std::string json_counts(const M& m) {
+  std::string s = "{";
+  for (const auto& [k, v] : m) {
+    if (s.size() > 1) s += ",";
+    if constexpr (std::is_same_v<typename M::key_type, int>) s += quote(std::to_string(k));
+    else s += quote(k);
+    s += ":" + std::to_string(v);
+  }
+  return s + "}";
+}
+
+std::string reject_reason_name(int r) {
+  switch (r) {
+    case prov::reject_reason::no_listener: return "8 (nothing listening)";
+    case prov::reject_reason::stale_conn: return "10 (stale connection)";
+    case prov::reject_reason::consumer: return "28 (rejected by the peer)";
+    case prov::reject_reason::vendor_option: return "35 (ECE option not supported)";
+    default: return std::to_string(r);
+  }
+}
+
+std::string join_ranks(const std::set<uint32_t>& s) {
+  std::string o;
+  for (uint32_t r : s) o += (o.empty() ? "" : ",") + std::to_string(r);
+  return o;
+}
+
+bool checks_failed(const Summary& s) {
+  const CheckCounts& c = s.check;
+  if (c.qpn_bad || c.half_open || c.data_bad || c.errors) return true;
+  if (!s.job.verified) return false;
+  return c.qpn_ok != s.connections ||
+         (c.data_checked && (c.send_ok != 2 * s.connections || c.recv_ok != 2 * s.connections));
+}
+
+}  // namespace
+
+Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports) {
+  Summary s;
+  s.job = job;
+  s.planned = uint64_t(job.ranks) * (job.ranks - 1) / 2 * job.lanes;
+  std::set<std::string> devices;
+  std::array<std::vector<int64_t>, static_cast<size_t>(Phase::count_)> all;
+  for (const RankReport& r : reports) {
+    if (!r.device.empty()) devices.insert(r.device);
+    s.connections += r.active_to_live;
+    s.lost += r.lost;
+    s.connects_started += r.connects_started;
+    s.retries += r.retries;
+    s.strangers += r.strangers;
+    s.superseded += r.superseded;
+    s.events += r.events;
+    for (auto& [k, v] : r.rejects_received) s.rejects_received[k] += v;
+    for (auto& [k, v] : r.rejects_sent) s.rejects_sent[k] += v;
+    for (auto& [k, v] : r.failures) s.failures[k] += v;
+    for (auto& [k, v] : r.ece_outcomes) s.ece_outcomes[k] += v;
+    for (size_t p = 0; p < all.size(); ++p) all[p].insert(all[p].end(), r.samples[p].begin(), r.samples[p].end());
+    for (auto& [peer, kinds] : r.errors_by_peer) {
+      auto& fp = s.failed_peers[peer];
+      fp.first.insert(r.rank);
+      for (auto& [k, v] : kinds) fp.second[k] += v;
+    }
+    const CheckCounts& c = r.check;
+    s.check.qpn_ok += c.qpn_ok;
+    s.check.qpn_bad += c.qpn_bad;
+    s.check.half_open += c.half_open;
+    s.check.send_ok += c.send_ok;
+    s.check.recv_ok += c.recv_ok;
+    s.check.data_bad += c.data_bad;
+    s.check.errors += c.errors;
+    s.check.data_checked = s.check.data_checked || c.data_checked;
+    for (const std::string& p : c.problems) s.check.problem(p);
+    if (r.wireup_s >= s.slowest_rank_s) s.slowest_rank_s = r.wireup_s, s.slowest_rank = r.rank;
+  }
+  for (const std::string& d : devices) s.device += (s.device.empty() ? "" : ",") + d;
+  s.failed = s.planned - std::min(s.planned, s.connections);
+  s.conn_per_s = job.wall_s > 0 ? double(s.connections) / job.wall_s : 0;
+  for (size_t p = 0; p < all.size(); ++p) {
+    std::vector<int64_t>& v = all[p];
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    auto at = [&](double q) { return double(v[std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5))]) / 1e3; };
+    s.phases[p] = PhaseStats{v.size(), at(0.50), at(0.99), double(v.back()) / 1e3};
+  }
+  return s;
+}
+
+int exit_status(const Summary& s) {
+  if (checks_failed(s)) return 1;
+  return s.failed > 0 ? 3 : 0;
+}
+
+std::string human(const Summary& s) {
+  std::string o;
+  o += "wireup_a2a: " + std::to_string(s.job.ranks) + " ranks x " + std::to_string(s.job.lanes) + " lane" +
+       (s.job.lanes == 1 ? "" : "s") + ", provider " + s.job.provider + " (" + s.job.mode + "), device " +
+       (s.device.empty() ? "-" : s.device) + "\n";
+  o += "connections  " + std::to_string(s.connections) + " of " + std::to_string(s.planned) + " established, " +
+       std::to_string(s.failed) + " failed";
+  if (s.lost) o += ", " + std::to_string(s.lost) + " lost with a dead rank";
+  o += "\n";
+  o += "wall time    " + fmt("%.3f s", s.job.wall_s) + "   " + fmt("%.1f connections/s", s.conn_per_s) +
+       "   (slowest rank " + std::to_string(s.slowest_rank) + fmt(": %.3f s)", s.slowest_rank_s) + "\n";
+  if (s.job.verified) {
+    o += "checks       QPN cross-check " + std::to_string(s.check.qpn_ok) + "/" + std::to_string(s.connections) +
+         " ok";
+    if (s.check.qpn_bad) o += ", " + std::to_string(s.check.qpn_bad) + " crossed wrong";
+    if (s.check.half_open) o += ", " + std::to_string(s.check.half_open) + " half-open";
+    if (s.check.data_checked)
+      o += "; SEND both ways: " + std::to_string(s.check.send_ok) + "/" + std::to_string(2 * s.connections) +
+           " sent, " + std::to_string(s.check.recv_ok) + "/" + std::to_string(2 * s.connections) + " received";
+    if (s.check.data_bad) o += ", " + std::to_string(s.check.data_bad) + " bad";
+    o += checks_failed(s) ? "  FAILED\n" : "\n";
+  } else {
+    o += "checks       skipped (--no-verify)\n";
+  }
+  o += "phase (us)        n        p50        p99        max\n";
+  for (size_t p = 0; p < s.phases.size(); ++p) {
+    const PhaseStats& ph = s.phases[p];
+    if (ph.n == 0) continue;
+    char line[128];
+    std::snprintf(line, sizeof line, "  %-13s %6zu %10.1f %10.1f %10.1f\n", to_string(static_cast<Phase>(p)), ph.n,
+                  ph.p50_us, ph.p99_us, ph.max_us);
+    o += line;
+  }
+  o += "attempts     " + std::to_string(s.connects_started) + " connects started, " + std::to_string(s.retries) +
+       " retries, " + std::to_string(s.superseded) + " superseded, " + std::to_string(s.strangers) +
+       " strangers turned away\n";
+  std::string rr, rs, ece, fails;
+  for (auto& [k, v] : s.rejects_received) rr += (rr.empty() ? "" : ", ") + reject_reason_name(k) + " x" + std::to_string(v);
+  for (auto& [k, v] : s.rejects_sent) rs += (rs.empty() ? "" : ", ") + k + " x" + std::to_string(v);
+  for (auto& [k, v] : s.ece_outcomes) ece += (ece.empty() ? "" : ", ") + k + " " + std::to_string(v);
+  for (auto& [k, v] : s.failures) fails += (fails.empty() ? "" : ", ") + k + " " + std::to_string(v);
+  o += "rejects      received: " + (rr.empty() ? "none" : rr) + "; sent: " + (rs.empty() ? "none" : rs) + "\n";
+  o += "ECE          " + (ece.empty() ? "no connection" : ece) + " (connection endpoints)\n";
+  if (!fails.empty()) o += "failures     " + fails + " (attempts, both sides)\n";
+  if (!s.job.dead.empty()) o += "killed       rank " + join_ranks(s.job.dead) + " (--kill-rank)\n";
+  for (auto& [peer, fp] : s.failed_peers) {
+    uint64_t lanes = 0;
+    std::string kinds;
+    for (auto& [k, v] : fp.second) lanes += v, kinds += (kinds.empty() ? "" : ", ") + k + " " + std::to_string(v);
+    o += "failed peer  rank " + std::to_string(peer) + ": " + std::to_string(lanes) + " lanes reported by rank" +
+         (fp.first.size() == 1 ? " " : "s ") + join_ranks(fp.first) + " (" + kinds + ")\n";
+  }
+  for (const std::string& p : s.check.problems) o += "problem      " + p + "\n";
+  return o;
+}
+
+std::string to_json(const Summary& s) {
+  std::string o = "{";
+  o += "\"ranks\":" + std::to_string(s.job.ranks) + ",\"lanes\":" + std::to_string(s.job.lanes);
+  o += ",\"planned\":" + std::to_string(s.planned) + ",\"connections\":" + std::to_string(s.connections);
+  o += ",\"failed\":" + std::to_string(s.failed) + ",\"lost\":" + std::to_string(s.lost);
+  o += ",\"wall_s\":" + fmt("%.6f", s.job.wall_s) + ",\"conn_per_s\":" + fmt("%.2f", s.conn_per_s);
+  o += ",\"provider\":" + quote(s.job.provider) + ",\"mode\":" + quote(s.job.mode) + ",\"device\":" + quote(s.device);
+  o += ",\"slowest_rank\":{\"rank\":" + std::to_string(s.slowest_rank) + ",\"wireup_s\":" +
+       fmt("%.6f", s.slowest_rank_s) + "}";
+  const CheckCounts& c = s.check;
+  o += ",\"verified\":" + std::string(s.job.verified && !checks_failed(s) ? "true" : "false");
+  o += ",\"check\":{\"ran\":" + std::string(s.job.verified ? "true" : "false") + ",\"qpn_ok\":" +
+       std::to_string(c.qpn_ok) + ",\"qpn_bad\":" + std::to_string(c.qpn_bad) + ",\"half_open\":" +
+       std::to_string(c.half_open) + ",\"send_ok\":" + std::to_string(c.send_ok) + ",\"recv_ok\":" +
+       std::to_string(c.recv_ok) + ",\"data_bad\":" + std::to_string(c.data_bad) + ",\"errors\":" + std::to_string(c.errors) + "}";
+  o += ",\"phases_us\":{";
+  bool first = true;
+  for (size_t p = 0; p < s.phases.size(); ++p) {
+    const PhaseStats& ph = s.phases[p];
+    if (ph.n == 0) continue;
+    o += std::string(first ? "" : ",") + quote(to_string(static_cast<Phase>(p))) + ":{\"n\":" + std::to_string(ph.n) +
+         ",\"p50\":" + fmt("%.1f", ph.p50_us) + ",\"p99\":" + fmt("%.1f", ph.p99_us) + ",\"max\":" +
+         fmt("%.1f", ph.max_us) + "}";
+    first = false;
+  }
+  o += "}";
+  o += ",\"connects_started\":" + std::to_string(s.connects_started) + ",\"retries\":" + std::to_string(s.retries);
+  o += ",\"superseded\":" + std::to_string(s.superseded) + ",\"strangers\":" + std::to_string(s.strangers);
+  o += ",\"events\":" + std::to_string(s.events);
+  o += ",\"rejects_received\":" + json_counts(s.rejects_received) + ",\"rejects_sent\":" + json_counts(s.rejects_sent);
+  o += ",\"failures\":" + json_counts(s.failures) + ",\"ece_outcomes\":" + json_counts(s.ece_outcomes);
+  o += ",\"dead_ranks\":[" + join_ranks(s.job.dead) + "]";
+  o += ",\"failed_peers\":[";
+  first = true;
+  for (auto& [peer, fp] : s.failed_peers) {
+    uint64_t lanes = 0;
+    for (auto& [k, v] : fp.second) lanes += v;
+    o += std::string(first ? "" : ",") + "{\"rank\":" + std::to_string(peer) + ",\"lanes\":" + std::to_string(lanes) +
+         ",\"reported_by\":[" + join_ranks(fp.first) + "],\"kinds\":" + json_counts(fp.second) + "}";
+    first = false;
+  }
+  o += "],\"problems\":[";
+  for (size_t i = 0; i < c.problems.size(); ++i) o += (i ? "," : "") + quote(c.problems[i]);
+  return o + "]}";
+}
+
+void progress_line(uint64_t established, uint64_t planned, uint64_t retries, double seconds) {
+  std::fprintf(stderr, "[a2a] %llu/%llu connections, %llu retries, %.1f s\n", (unsigned long long)established,
+               (unsigned long long)planned, (unsigned long long)retries, seconds);
+}
+
+}  // namespace wireup::a2a
