@@ -1,0 +1,346 @@
+/*
+ * wireup.h -- connect a transport's own RDMA queue pairs to every peer of a job through the
+ * RDMA connection manager (C API, C11 and C++).
+ *
+ * A transport (MPI BTL, UCX-style UCT, a custom RDMA layer) links libwireup.a and:
+ *   1. creates a context: configuration, the RDMA device this process should use (hwloc
+ *      ranking), its ibv_context so the transport can make its own PD, CQs and QPs on it;
+ *   2. creates a wireup handle with its rank, the job size, the lanes (connections per peer),
+ *      a job key shared by every rank, and a QP factory callback;
+ *   3. publishes wireup_local_address() through its own out-of-band channel (MPI_Allgather,
+ *      PMIx, a file) and hands the collected table to wireup_set_peers();
+ *   4. calls wireup_start(), then wireup_progress() from its event loop (wireup_fd() is one
+ *      pollable fd) until wireup_done();
+ *   5. reads the results (its QPs, now at RTS, with the remote QPNs) and the per-peer errors.
+ *
+ * The transport owns every QP: the factory creates it on the transport's PD and CQs, the
+ * library drives it INIT -> RTR -> RTS through the CM and never destroys it. QPs of attempts
+ * that did not connect are handed back through the optional release callback.
+ *
+ * Conventions of every function below:
+ *  - Return wireup_status_t (WIREUP_OK = 0) unless stated; output parameters are written only
+ *    on success.
+ *  - On failure the full message (call, errno, peer, QPN) is kept: wireup_last_error(handle)
+ *    for the handle the call was made on, wireup_last_error(NULL) for the calling thread's
+ *    last failure of any call (the only way to read why a *_create failed).
+ *  - NULL handles, NULL pointers, out-of-range indexes and calls out of order are reported as
+ *    WIREUP_ERR_INVALID_ARGUMENT / WIREUP_ERR_INVALID_STATE, never a crash.
+ *  - Thread safety: none. One thread uses a handle (and the context it was made from) at a
+ *    time. Different contexts may be used from different threads.
+ *  - Callbacks run inside the wireup call that triggered them; they must not call wireup
+ *    functions on the same handle.
+ */
+#ifndef WIREUP_WIREUP_H
+#define WIREUP_WIREUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ibv_context;
+struct ibv_qp;
+
+/* The most bytes wireup_local_address() writes: allgather this many per rank. */
+#define WIREUP_ADDRESS_MAX 20
+
+typedef enum wireup_status {
+  WIREUP_OK = 0,
+  WIREUP_ERR_INVALID_ARGUMENT = 1, /* NULL handle or pointer, malformed value, index out of range */
+  WIREUP_ERR_INVALID_STATE = 2,    /* call out of order (progress before start, ...) */
+  WIREUP_ERR_BUFFER_TOO_SMALL = 3, /* like ERANGE: *len now holds the size needed */
+  WIREUP_ERR_NO_DEVICE = 4,        /* no RDMA device, or none usable after include/exclude */
+  WIREUP_ERR_CONFIG = 5,           /* configuration file / environment / override invalid */
+  WIREUP_ERR_NOT_SUPPORTED = 6,
+  WIREUP_ERR_TIMED_OUT = 7,
+  WIREUP_ERR_REJECTED = 8,
+  WIREUP_ERR_UNREACHABLE = 9,
+  WIREUP_ERR_ADDRESS = 10,         /* address or route resolution failed */
+  WIREUP_ERR_PROTOCOL = 11,        /* a peer sent something unacceptable */
+  WIREUP_ERR_DEVICE_REMOVED = 12,
+  WIREUP_ERR_RESOURCE = 13,        /* ENOMEM, QP limits, backlog */
+  WIREUP_ERR_SYSTEM = 14,          /* any other failing system or library call */
+  WIREUP_ERR_INTERNAL = 15         /* a bug in wireup: please report the last_error text */
+} wireup_status_t;
+
+/* A static one-line description of `status` ("invalid argument"); never NULL. */
+const char* wireup_strerror(wireup_status_t status);
+
+typedef struct wireup_context wireup_context_t;
+typedef struct wireup_handle wireup_t;
+
+/* ---------------------------------------------------------------------------------------
+ * Context: configuration, provider, device choice
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct wireup_context_params {
+  /* Provider name; NULL = "rdma" (librdmacm + libibverbs), the only one the C API offers. */
+  const char* provider;
+  /* Tuning file (TOML); NULL = $WIREUP_CONFIG, else ./wireup.toml, else
+   * /etc/wireup/wireup.toml, else built-in defaults. A named file that cannot be read is an
+   * error. Environment variables WIREUP_<SECTION>_<KEY> override the file and `overrides`. */
+  const char* config_file;
+  /* Programmatic overrides, "section.key=value" each (e.g. "engine.connect_window=16"). */
+  const char* const* config_overrides;
+  size_t num_config_overrides;
+  /* This process's rank on its node, to spread processes over equally near devices;
+   * -1 = config device.local_rank, else OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
+   * SLURM_LOCALID, PMIX_LOCAL_RANK. */
+  int local_rank;
+  /* IPv4/IPv6 address to listen on; NULL = the first IPv4 address of the chosen device's
+   * network interface (RoCE netdev, IPoIB interface). */
+  const char* listen_ip;
+} wireup_context_params_t;
+
+/* Fills `params` with the defaults described above (local_rank = -1, everything else NULL/0).
+ * A zeroed struct is valid too, but means local rank 0. */
+void wireup_context_params_init(wireup_context_params_t* params);
+
+/*
+ * wireup_context_create -- load the configuration, open the provider, choose the device.
+ *
+ * Loads the configuration (every problem is reported at once), creates the provider, ranks
+ * the RDMA devices with the live hwloc topology, this process's CPU binding, the local rank
+ * and device.include / device.exclude, and takes the best one. Then finds the address to
+ * listen on.
+ *
+ * params  may be NULL (all defaults).
+ * out     receives the context; unchanged on failure.
+ *
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (out NULL, unknown provider, malformed override,
+ *         unparsable listen_ip); WIREUP_ERR_CONFIG (file, environment or override invalid:
+ *         the message lists every problem with file:line); WIREUP_ERR_NO_DEVICE (no RDMA
+ *         device on this machine, or every one excluded or its port down: the message says
+ *         which and why); WIREUP_ERR_ADDRESS (the device has no IPv4 address: set listen_ip);
+ *         WIREUP_ERR_SYSTEM. Read the message with wireup_last_error(NULL).
+ */
+wireup_status_t wireup_context_create(const wireup_context_params_t* params, wireup_context_t** out);
+
+/* The chosen device ("mlx5_0", "rxe0"); NULL if ctx is NULL. Valid until the context goes. */
+const char* wireup_context_device_name(const wireup_context_t* ctx);
+
+/* The chosen device's ibv_context: create the PD, CQs and QPs the factory hands out on it.
+ * Owned by the context (do not close it); NULL if ctx is NULL. */
+struct ibv_context* wireup_context_ibv_context(const wireup_context_t* ctx);
+
+/* The IP address wireup handles of this context listen on, as text ("10.0.0.1"). */
+const char* wireup_context_listen_address(const wireup_context_t* ctx);
+
+/* The effective configuration as TOML, each value commented with its source ("default",
+ * "/etc/wireup/wireup.toml:12", "env WIREUP_ENGINE_LANES", "api"). Valid until destroy. */
+const char* wireup_context_config_dump(const wireup_context_t* ctx);
+
+/* The last failure of a call on `ctx` (or of this thread, for NULL); "" if none. */
+const char* wireup_context_last_error(const wireup_context_t* ctx);
+
+/*
+ * wireup_context_destroy -- release the provider and the device.
+ *
+ * Every wireup_t made from ctx must be destroyed first, and the transport's own PD, CQs and
+ * QPs on wireup_context_ibv_context() must be gone (the ibv_context closes here).
+ * Errors: WIREUP_ERR_INVALID_STATE when wireup handles still use ctx (nothing is freed).
+ * NULL is accepted and ignored.
+ */
+wireup_status_t wireup_context_destroy(wireup_context_t* ctx);
+
+/* ---------------------------------------------------------------------------------------
+ * Wireup handle: one per process and job
+ * ------------------------------------------------------------------------------------- */
+
+/* What the library asks the factory for. */
+typedef struct wireup_qp_request {
+  uint32_t peer;                /* peer rank */
+  uint32_t lane;                /* 0 .. lanes-1 */
+  int active;                   /* 1: this side initiates the connection, 0: it accepts */
+  struct ibv_context* context;  /* the device the CM resolved: create the QP on it */
+} wireup_qp_request_t;
+
+/*
+ * The transport's QP factory. Creates an RC QP (ibv_create_qp on its own PD and CQs, in
+ * RESET) for `req` and stores it in *qp_out. Return 0 on success or a positive errno value
+ * (the attempt fails with it and the peer's connection is retried or reported).
+ * The QP stays the transport's: the library modifies it through the CM, never destroys it.
+ */
+typedef int (*wireup_qp_create_fn)(void* arg, const wireup_qp_request_t* req, struct ibv_qp** qp_out);
+
+/*
+ * Optional: called when the library stops using a QP the factory made that did NOT end up
+ * connected (an attempt that failed, was superseded or was cut short by the timeout or by
+ * wireup_destroy). The transport may destroy it then. Connected QPs (the results) are never
+ * released: the transport keeps them.
+ */
+typedef void (*wireup_qp_release_fn)(void* arg, const wireup_qp_request_t* req, struct ibv_qp* qp);
+
+typedef struct wireup_params {
+  uint32_t rank;    /* this process's rank, < nranks */
+  uint32_t nranks;  /* the job size: every rank must pass the same */
+  uint32_t lanes;   /* connections per peer; 0 = config engine.lanes */
+  uint64_t job_key; /* a secret every rank of the job shares (e.g. broadcast from rank 0);
+                       0 = config engine.job_key. Requests with another key are rejected. */
+  wireup_qp_release_fn qp_release; /* optional, gets the factory's `arg` */
+} wireup_params_t;
+
+/*
+ * wireup_create -- create the channels and the listener on the context's device.
+ *
+ * After it returns, wireup_local_address() is valid. `create_qp` is called with `arg` during
+ * wireup_progress() for every (peer, lane) this rank connects or accepts.
+ *
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL ctx/params/create_qp/out, nranks 0, rank >=
+ *         nranks, job key 0 in both params and config, lanes out of range);
+ *         WIREUP_ERR_ADDRESS / WIREUP_ERR_SYSTEM (rdma_bind_addr / rdma_listen failed: the
+ *         message names the address).
+ */
+wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* params, wireup_qp_create_fn create_qp,
+                              void* arg, wireup_t** out);
+
+/*
+ * wireup_local_address -- the bytes to publish to every other rank.
+ *
+ * buf  receives up to *len bytes; len: in, the capacity of buf; out, the bytes written (or,
+ *      with WIREUP_ERR_BUFFER_TOO_SMALL, the bytes needed). Never more than WIREUP_ADDRESS_MAX.
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT, WIREUP_ERR_BUFFER_TOO_SMALL.
+ */
+wireup_status_t wireup_local_address(const wireup_t* w, uint8_t* buf, size_t* len);
+
+typedef struct wireup_peer {
+  uint32_t rank;
+  const uint8_t* address;  /* what that rank's wireup_local_address() returned */
+  size_t address_len;
+} wireup_peer_t;
+
+/*
+ * wireup_set_peers -- the peer table, in any order; this rank's own entry is allowed and
+ * skipped (so an allgather result can be passed as is). The bytes are copied. May be called
+ * again before wireup_start() to replace the table.
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (every bad entry is named: rank >= nranks, listed
+ *         twice, malformed address); WIREUP_ERR_INVALID_STATE after wireup_start().
+ */
+wireup_status_t wireup_set_peers(wireup_t* w, const wireup_peer_t* peers, size_t n);
+
+/* wireup_start -- begin connecting. Errors: WIREUP_ERR_INVALID_STATE if called twice or
+ * before wireup_set_peers(). */
+wireup_status_t wireup_start(wireup_t* w);
+
+/*
+ * wireup_progress -- handle what is ready; never blocks.
+ *
+ * work_done  (may be NULL) receives the amount of work done (0 = nothing was ready).
+ * Runs the QP factory, the release and event callbacks. One peer failing is not an error
+ * here: it appears in wireup_error_get(). Errors: WIREUP_ERR_INVALID_STATE before
+ * wireup_start(); WIREUP_ERR_SYSTEM when a channel itself fails.
+ */
+wireup_status_t wireup_progress(wireup_t* w, int* work_done);
+
+/*
+ * wireup_fd -- one pollable fd for the transport's event loop: readable (POLLIN) when
+ * wireup_progress() has work (a CM event, a retry or the deadline due). It is an epoll fd
+ * owned by the handle; do not read or close it. It stays the same fd for the handle's life.
+ * Returns -1 if w is NULL.
+ */
+int wireup_fd(const wireup_t* w);
+
+/* wireup_wait -- block until wireup_progress() has work or timeout_ms passes (-1: no limit
+ * but the wireup deadline). A timeout is not an error. */
+wireup_status_t wireup_wait(wireup_t* w, int timeout_ms);
+
+/* 1 when every planned (peer, lane) is connected or given up on, 0 while wireup goes on
+ * (or before wireup_start), -1 if w is NULL. */
+int wireup_done(const wireup_t* w);
+
+/* ---------------------------------------------------------------------------------------
+ * Results, errors, events, statistics
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct wireup_result {
+  uint32_t peer;
+  uint32_t lane;
+  int active;                 /* 1: this side initiated */
+  struct ibv_qp* qp;          /* the transport's QP, now at RTS */
+  uint32_t local_qpn;
+  uint32_t remote_qpn;        /* the peer's QP this one is connected to */
+  uint32_t attempts;          /* attempts it took (1 = the first) */
+  uint32_t ece_local_vendor, ece_local_options;    /* ECE of this device (0 = none) */
+  uint32_t ece_remote_vendor, ece_remote_options;  /* what the peer sent */
+  uint32_t ece_accepted;      /* options in force on the QP */
+  const char* ece_outcome;    /* "disabled", "negotiated", "unsupported", "vendor_mismatch" */
+  const char* device;         /* device name */
+  /* Phases of the successful attempt, in ns; 0 where a phase does not apply to the role
+   * (the passive side does not resolve and does not wait for a REP). */
+  uint64_t resolve_addr_ns, resolve_route_ns, qp_create_ns, req_to_rep_ns, rtr_rts_ns, establish_ns;
+  uint64_t attempt_ns;        /* start of the successful attempt -> established */
+} wireup_result_t;
+
+/* Number of established connections so far (grows during progress); 0 if w is NULL. */
+size_t wireup_result_count(const wireup_t* w);
+
+/* Copies result `i` (0 <= i < count) into *out. Its strings stay valid until wireup_destroy.
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL, i out of range). */
+wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* out);
+
+typedef struct wireup_peer_error {
+  uint32_t peer;
+  uint32_t lane;
+  int active;
+  uint32_t attempts;
+  const char* kind;        /* "rejected", "unreachable", "address_error", "route_error",
+                              "connect_error", "timed_out", "local_error", ... */
+  int reject_reason;       /* kind "rejected": the IB reject reason (8 nothing listening,
+                              28 consumer, 35 ECE); else 0 */
+  const char* peer_reason; /* the peer's wireup reason from its REJ ("wrong_job_key", ...), or "" */
+  const char* message;     /* the whole story: call, errno, peer, QPN */
+} wireup_peer_error_t;
+
+/* Number of (peer, lane) given up on; 0 if w is NULL. */
+size_t wireup_error_count(const wireup_t* w);
+
+/* Copies error `i` into *out; strings valid until wireup_destroy. Errors as wireup_result_get. */
+wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_t* out);
+
+typedef enum wireup_event_type {
+  WIREUP_EVENT_DISCONNECTED = 1,   /* the peer disconnected (or its node went away) */
+  WIREUP_EVENT_DEVICE_REMOVAL = 2, /* the device under the connection is going away */
+  WIREUP_EVENT_ADDR_CHANGE = 3,    /* the local address moved (bonding failover, ...) */
+  WIREUP_EVENT_TIMEWAIT_EXIT = 4,  /* the QP left timewait: its QPN may be reused */
+  WIREUP_EVENT_OTHER = 5
+} wireup_event_type_t;
+
+typedef struct wireup_event {
+  uint32_t peer;
+  uint32_t lane;
+  wireup_event_type_t type;
+  int status;        /* the CM event's status */
+  const char* name;  /* the CM event's name ("DISCONNECTED") */
+} wireup_event_t;
+
+typedef void (*wireup_event_fn)(void* arg, const wireup_event_t* ev);
+
+/* Registers the callback for what happens to established connections (called from
+ * wireup_progress; not during wireup_destroy). fn NULL unregisters. */
+wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn, void* arg);
+
+/*
+ * wireup_stats_json -- counters and per-phase timing summaries as one JSON object.
+ * buf/len as wireup_local_address: with WIREUP_ERR_BUFFER_TOO_SMALL, *len = bytes needed
+ * including the terminating NUL (buf may be NULL with *len 0 to ask for the size).
+ */
+wireup_status_t wireup_stats_json(const wireup_t* w, char* buf, size_t* len);
+
+/* The last failure of a call on `w` (or of this thread, for NULL); "" if none. */
+const char* wireup_last_error(const wireup_t* w);
+
+/*
+ * wireup_destroy -- disconnect every connection, wait up to 2 s for the peers' answers,
+ * destroy the CM ids and channels. The transport's QPs are not destroyed (release callbacks
+ * run for QPs that never connected); move them to ERR before reusing or destroying them.
+ * NULL is accepted and ignored. Always frees the handle.
+ */
+void wireup_destroy(wireup_t* w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WIREUP_WIREUP_H */

@@ -1,0 +1,51 @@
+// A QP that someone else created and owns (the transport, through the C API's factory),
+// seen through the provider seam so the engine can drive it like its own.
+//
+// The wrapper never destroys the ibv_qp: the transport made it on its own PD and CQs and keeps
+// using it after wireup. When the engine drops a wrapper whose QP did not end up connected
+// (a failed or superseded attempt), the optional release hook tells the owner it may destroy
+// the QP; keep() disarms the hook for a QP that stays in use.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "provider/rdma/rdma.h"
+
+namespace wireup::prov::rdma {
+
+class ForeignQp final : public Qp {
+ public:
+  using Release = std::function<void(ibv_qp*)>;
+
+  ForeignQp(RdmaDevice& dev, ibv_qp* qp, Release release);
+  ~ForeignQp() override;  // calls the release hook if armed; never ibv_destroy_qp
+  ForeignQp(const ForeignQp&) = delete;
+  ForeignQp& operator=(const ForeignQp&) = delete;
+
+  // The QP stays with its owner in use: no release call when this wrapper goes.
+  void keep() { release_ = nullptr; }
+
+  uint32_t qpn() const override { return qp_->qp_num; }
+  QpState state() const override { return state_; }
+  Status modify(const QpAttr& attr, uint32_t mask) override;
+  Result<QpAttr> query(uint32_t mask) override;
+  Result<Ece> query_ece() override;
+  Status set_ece(const Ece& ece) override;
+  Status post_send(uint64_t wr_id, const Sge& sge, bool signaled) override;
+  Status post_recv(uint64_t wr_id, const Sge& sge) override;
+  Device& device() const override { return dev_; }
+  void* native() const override { return qp_; }
+
+ private:
+  RdmaDevice& dev_;
+  ibv_qp* qp_;
+  QpState state_;
+  Release release_;
+};
+
+// Wraps `qp` after checking that it is usable by the CM: an RC QP in RESET on a device of
+// `p`. The error names what is wrong (and the QPN). Ownership of the ibv_qp stays outside.
+Result<std::unique_ptr<ForeignQp>> wrap_foreign_qp(RdmaProvider& p, ibv_qp* qp, ForeignQp::Release release = {});
+
+}  // namespace wireup::prov::rdma
