@@ -41,14 +41,14 @@ SimEventChannel::~SimEventChannel() {
     if (ev.type == CmEventType::connect_request)
       if (SimCmId* l = core.ids.get(ev.target)) --l->requests_waiting;
   dying.clear();
-  if (ids_attached > 0) {
+  if (!attached_.empty()) {
     // The real stack would destroy those ids' kernel state with the channel's fd, and a later
     // rdma_destroy_id would fail on the closed fd. Here they just stop getting events.
     ++core.stats.channels_destroyed_with_ids;
-    WIREUP_LOG(info, "sim: event channel destroyed with %u id(s) still on it", ids_attached);
-    core.ids.for_each([this](SimCmId& id) {
-      if (id.chan == this) id.chan = nullptr;
-    });
+    WIREUP_LOG(info, "sim: event channel destroyed with %zu id(s) still on it", attached_.size());
+    for (Handle h : attached_)
+      if (SimCmId* id = core.ids.get(h)) id->chan = nullptr;
+    attached_.clear();
   }
   if (efd_ >= 0) ::close(efd_);
   core.channels.remove(self);
@@ -75,6 +75,20 @@ void SimEventChannel::sync_fd() const {
   uint64_t v = 1;
   ssize_t rc = want ? ::write(efd_, &v, sizeof v) : ::read(efd_, &v, sizeof v);
   if (rc == static_cast<ssize_t>(sizeof v)) fd_readable_ = want;
+}
+
+void SimEventChannel::add_id(SimCmId& id) {
+  id.chan_slot = static_cast<uint32_t>(attached_.size());
+  attached_.push_back(id.self);
+}
+
+void SimEventChannel::remove_id(SimCmId& id) {
+  const uint32_t slot = id.chan_slot;
+  if (slot >= attached_.size() || attached_[slot] != id.self) return;
+  attached_[slot] = attached_.back();
+  attached_.pop_back();
+  if (slot < attached_.size())
+    if (SimCmId* moved = core.ids.get(attached_[slot])) moved->chan_slot = slot;
 }
 
 void SimEventChannel::push(EventData ev) {

@@ -27,16 +27,22 @@ class SimEventChannel final : public EventChannel {
   // Drops the pending events reported by `target` (the id is being destroyed).
   void drop_events(Handle target);
 
+  // The ids whose events go here (SimCmId::attach keeps it), so that destroying the channel
+  // finds them without scanning the fabric.
+  void add_id(SimCmId& id);
+  void remove_id(SimCmId& id);
+  size_t ids_attached() const { return attached_.size(); }
+
   Core& core;
   uint32_t node;
   Handle self;
-  uint32_t ids_attached = 0;
   bool in_ready = false;
 
  private:
   void sync_fd() const;
 
   std::deque<EventData> pending_;
+  std::vector<Handle> attached_;
   mutable int efd_ = -1;
   mutable bool fd_readable_ = false;
 };

@@ -80,9 +80,9 @@ SimCmId::SimCmId(Core& c, uint32_t n, SimEventChannel* ch, PortSpace p, void* ct
 SimCmId::~SimCmId() { core.id_destroyed(*this); }
 
 void SimCmId::attach(SimEventChannel* ch) {
-  if (chan != nullptr) --chan->ids_attached;
+  if (chan != nullptr) chan->remove_id(*this);
   chan = ch;
-  if (chan != nullptr) ++chan->ids_attached;
+  if (chan != nullptr) chan->add_id(*this);
 }
 
 SimDevice* SimCmId::bound_device() const {

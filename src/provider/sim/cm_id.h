@@ -83,6 +83,7 @@ class SimCmId final : public CmId {
   uint32_t node;
   PortSpace ps;
   SimEventChannel* chan = nullptr;
+  uint32_t chan_slot = 0;       // our index in chan's list of ids
   CmaState cma = CmaState::idle;
   IbState ib = IbState::none;
   int dev = -1;                 // device index on the node, -1 unbound

@@ -94,6 +94,7 @@ struct Node {
   // remote ids whose connection ended recently (a late duplicate REQ gets REJ stale).
   std::unordered_map<uint64_t, Handle> by_remote;
   std::unordered_map<uint64_t, Nanos> tombstones;
+  size_t tombstone_sweep_at = 64;  // sweep expired ones when the map grows past this
 
   Node();
   ~Node();

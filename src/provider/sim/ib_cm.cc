@@ -136,7 +136,12 @@ void Core::forget_remote(SimCmId& id) {
   n.by_remote.erase(it);
   // The kernel keeps the connection's timewait info after the id is gone: a late duplicate
   // REQ is then answered with REJ "stale connection" instead of a new CONNECT_REQUEST.
-  if (accepted_state(id.ib)) n.tombstones[key] = now() + latency.timewait();
+  if (!accepted_state(id.ib)) return;
+  n.tombstones[key] = now() + latency.timewait();
+  if (n.tombstones.size() > n.tombstone_sweep_at) {
+    std::erase_if(n.tombstones, [this](const auto& t) { return t.second <= now(); });
+    n.tombstone_sweep_at = std::max<size_t>(64, 2 * n.tombstones.size());
+  }
 }
 
 SimCmId* Core::find_listener(Node& n, PortSpace ps, uint32_t ip, uint16_t port) {
@@ -495,7 +500,7 @@ void Core::id_destroyed(SimCmId& id) {
   Node& n = node(id.node);
   n.listeners.erase(std::remove(n.listeners.begin(), n.listeners.end(), id.self), n.listeners.end());
   if (id.port_taken) release_port(n, id.ps, id.local_port);
-  if (id.chan != nullptr) --id.chan->ids_attached;
+  id.attach(nullptr);
   ids.remove(id.self);
   --stats.ids_alive;
 }
