@@ -10,10 +10,11 @@
 // Determinism: a run is a function of the seed, the config and the sequence of API calls.
 // Events at the same virtual instant run in the order they were scheduled.
 //
-// Where sim differs from the real stack on purpose (each is also noted where it is done):
+// Where sim differs from the real stack on purpose (README.md has the full list):
 //  - Nothing blocks. rdma_migrate_id while a retrieved event of the id is un-acked returns
 //    ErrorCode::invalid_state ("would block until ..."); destroying an id with un-acked events
-//    logs an error and counts stats().destroyed_with_unacked (the real call would hang).
+//    logs an error and counts stats().destroyed_with_unacked (the real call would hang);
+//    Provider::wait() without a bound on an idle fabric returns invalid_state.
 //  - The data path (SEND/RECV) is instantaneous and needs no virtual time.
 //  - A channel's eventfd is created on the first fd() call.
 //  - A destroyed id sends its REJ/DREQ/DREP once, without retransmission.
