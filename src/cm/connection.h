@@ -60,9 +60,11 @@ struct Failure {
 };
 
 // Time stamps of the phases, from the provider's clock (virtual on sim).
+// kUnset marks a phase not reached (a virtual clock starts at 0, so 0 is a real time).
+inline constexpr Nanos kUnset{-1};
 struct Timings {
-  Nanos start{0}, addr_resolved{0}, route_resolved{0}, qp_created{0}, request{0}, response{0},
-      rts{0}, established{0};
+  Nanos start = kUnset, addr_resolved = kUnset, route_resolved = kUnset, qp_created = kUnset,
+        request = kUnset, response = kUnset, rts = kUnset, established = kUnset;
 };
 
 struct Spec {

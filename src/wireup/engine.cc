@@ -204,7 +204,7 @@ int Engine::start_connects() {
     if (s.state != SlotState::waiting) continue;
     ++s.attempt;
     ++stats_.connects_started;
-    if (s.first_start.count() == 0) s.first_start = t;
+    if (s.first_start == cm::kUnset) s.first_start = t;
     auto c = cm::Connection::start(prov_, *setup_, spec_for(s));
     ++work;
     s.state = SlotState::in_flight;
@@ -224,23 +224,34 @@ int Engine::start_connects() {
 
 int Engine::grant_qps() {
   int work = 0;
-  while (qps_in_flight_ < opt_.qp_window && !qp_waiters_.empty()) {
-    uint64_t k = qp_waiters_.front();
-    qp_waiters_.pop_front();
-    auto it = slots_.find(k);
-    if (it == slots_.end()) continue;
-    Slot& s = it->second;
-    if (s.state != SlotState::in_flight || !s.conn || s.qp_counted) continue;
-    cm::Connection& c = *s.conn;
-    if (c.state() != cm::State::route_resolved && c.state() != cm::State::requested) continue;
-    ++qps_in_flight_;
-    s.qp_counted = true;
-    Status st = c.role() == cm::Role::active ? c.connect(factory_) : c.accept(factory_);
-    if (!st) WIREUP_LOG(debug, "rank %u lane %u: %s", s.peer, s.lane, st.message().c_str());
-    after_event(s);
-    ++work;
+  // Passive first: accepting is what lets the peers' connects (and so their windows) finish.
+  for (cm::Role role : {cm::Role::passive, cm::Role::active}) {
+    auto& q = qp_waiters_[static_cast<int>(role)];
+    uint32_t& in_flight = qps_in_flight_[static_cast<int>(role)];
+    while (in_flight < opt_.qp_window && !q.empty()) {
+      uint64_t k = q.front();
+      q.pop_front();
+      auto it = slots_.find(k);
+      if (it == slots_.end()) continue;
+      Slot& s = it->second;
+      if (s.state != SlotState::in_flight || !s.conn || s.qp_counted) continue;
+      cm::Connection& c = *s.conn;
+      if (c.state() != cm::State::route_resolved && c.state() != cm::State::requested) continue;
+      ++in_flight;
+      s.qp_counted = true;
+      Status st = role == cm::Role::active ? c.connect(factory_) : c.accept(factory_);
+      if (!st) WIREUP_LOG(debug, "rank %u lane %u: %s", s.peer, s.lane, st.message().c_str());
+      after_event(s);
+      ++work;
+    }
   }
   return work;
+}
+
+bool Engine::qp_ready() const {
+  for (int r = 0; r < 2; ++r)
+    if (!qp_waiters_[r].empty() && qps_in_flight_[r] < opt_.qp_window) return true;
+  return false;
 }
 
 void Engine::after_event(Slot& s) {
@@ -249,7 +260,7 @@ void Engine::after_event(Slot& s) {
   switch (c.state()) {
     case cm::State::route_resolved:
     case cm::State::requested:
-      if (!s.qp_counted) qp_waiters_.push_back(key(s.peer, s.lane));
+      if (!s.qp_counted) qp_waiters_[static_cast<int>(s.role)].push_back(key(s.peer, s.lane));
       return;
     case cm::State::established:
       if (s.state != SlotState::established) finish_slot(s);
@@ -265,7 +276,7 @@ void Engine::after_event(Slot& s) {
 void Engine::release_windows(Slot& s) {
   if (s.role == cm::Role::active && s.state == SlotState::in_flight) --in_flight_;
   if (s.qp_counted) {
-    --qps_in_flight_;
+    --qps_in_flight_[static_cast<int>(s.role)];
     s.qp_counted = false;
   }
 }
@@ -355,7 +366,7 @@ void Engine::expire() {
     give_up(s, f);
   }
   retry_at_.clear();
-  qp_waiters_.clear();
+  for (auto& q : qp_waiters_) q.clear();
 }
 
 void Engine::maybe_end_setup() {
@@ -391,7 +402,7 @@ Status Engine::wait(Nanos timeout) {
   Nanos until = t + timeout;
   if (open_pairs_ > 0) until = std::min(until, deadline_);
   if (!retry_at_.empty() && in_flight_ < opt_.connect_window) until = std::min(until, retry_at_.begin()->first);
-  if (!qp_waiters_.empty() && qps_in_flight_ < opt_.qp_window) until = t;
+  if (qp_ready()) until = t;
   if (until <= t) return Status::ok();
   std::vector<prov::EventChannel*> chans;
   if (setup_) chans.push_back(setup_.get());
@@ -404,6 +415,17 @@ std::vector<int> Engine::fds() const {
   if (setup_ && setup_->fd() >= 0) v.push_back(setup_->fd());
   if (steady_->fd() >= 0) v.push_back(steady_->fd());
   return v;
+}
+
+Nanos Engine::next_wakeup() const {
+  if (!started_ || open_pairs_ == 0) return Nanos::max();
+  const Nanos t = now();
+  const bool room = in_flight_ < opt_.connect_window;
+  if (room && next_start_ < start_order_.size()) return t;
+  if (qp_ready()) return t;
+  Nanos w = deadline_;
+  if (room && !retry_at_.empty()) w = std::min(w, std::max(t, retry_at_.begin()->first));
+  return w;
 }
 
 std::vector<prov::EventChannel*> Engine::channels() const {

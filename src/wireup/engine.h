@@ -36,7 +36,10 @@ struct EngineOptions {
   prov::SockAddr listen_addr;        // where to listen (port 0: any free port)
   int backlog = 1024;                // rdma_listen backlog (the kernel caps it at its sysctl)
   uint32_t connect_window = 64;      // active connects in flight
-  uint32_t qp_window = 32;           // QPs created but not yet at RTS/established
+  // QPs created but not yet established, counted per role: active QPs wait on a remote
+  // peer's accept, so if they could take the places passive accepts need, two ranks whose
+  // windows filled with their own connects would wait on each other forever.
+  uint32_t qp_window = 32;
   uint32_t max_attempts = 5;         // per (peer, lane), first one included
   Nanos backoff_initial = std::chrono::milliseconds(50);
   Nanos backoff_max = std::chrono::seconds(5);
@@ -114,6 +117,10 @@ class Engine {
   std::vector<prov::EventChannel*> channels() const;
   // Every planned pair is established or given up on.
   bool done() const { return started_ && open_pairs_ == 0; }
+  // When progress() next has something to do without a CM event: now() if it has work ready
+  // (a start or a QP grant within its window, a retry that is due), else the earliest timer
+  // (a retry's backoff, the wireup deadline), else Nanos::max(). For drivers of many engines.
+  Nanos next_wakeup() const;
 
   const std::vector<ConnResult>& results() const { return results_; }
   const std::vector<PeerError>& errors() const { return errors_; }
@@ -137,7 +144,7 @@ class Engine {
     SlotState state = SlotState::waiting;
     uint32_t attempt = 0;          // active: attempts made; passive: newest attempt seen
     Nanos not_before{0};           // active: earliest start of the next attempt
-    Nanos first_start{0};
+    Nanos first_start = cm::kUnset;
     bool qp_counted = false;       // holds a place in the QP window
     cm::Failure last_failure;      // passive: the last half-open attempt's failure
     std::unique_ptr<cm::Connection> conn;
@@ -158,6 +165,7 @@ class Engine {
   void give_up(Slot& s, const cm::Failure& f);
   void release_windows(Slot& s);
   void expire();
+  bool qp_ready() const;  // a QP grant could happen now
   void answer_steady(prov::CmEvent& ev);
   bool retryable(const cm::Failure& f) const;
   Nanos backoff(uint32_t attempt);
@@ -179,11 +187,11 @@ class Engine {
   std::vector<uint64_t> start_order_;    // active slots in start order
   size_t next_start_ = 0;
   std::multimap<Nanos, uint64_t> retry_at_;  // active slots waiting out their backoff
-  std::deque<uint64_t> qp_waiters_;          // slots ready for a QP, in arrival order
+  std::deque<uint64_t> qp_waiters_[2];       // slots ready for a QP, per role, in arrival order
   std::vector<std::unique_ptr<cm::Connection>> graveyard_;  // destroyed after the event loop
   std::set<std::string> stranger_sources_logged_;
   uint32_t in_flight_ = 0;    // active connects between start and settle
-  uint32_t qps_in_flight_ = 0;
+  uint32_t qps_in_flight_[2] = {0, 0};       // per role (cm::Role as index)
   size_t open_pairs_ = 0;
   bool started_ = false;
   Nanos deadline_{0};

@@ -93,7 +93,7 @@ void Engine::handle_request(prov::CmEvent& ev) {
     s.state = SlotState::waiting;
   }
   s.attempt = h->attempt;
-  if (s.first_start.count() == 0) s.first_start = now();
+  if (s.first_start == cm::kUnset) s.first_start = now();
   s.conn = cm::Connection::from_request(prov_, ev, spec_for(s));
   s.state = SlotState::in_flight;
   after_event(s);  // queues it for a QP; grant_qps() accepts within the QP window

@@ -26,7 +26,7 @@ void Stats::add(Phase p, Nanos d) {
 void Stats::record(const cm::Connection& c, Nanos first_start) {
   const cm::Timings& t = c.timings();
   auto span = [&](Phase p, Nanos from, Nanos to) {
-    if (from.count() != 0 && to.count() != 0) add(p, to - from);
+    if (from != cm::kUnset && to != cm::kUnset) add(p, to - from);
   };
   if (c.role() == cm::Role::active) {
     span(Phase::resolve_addr, t.start, t.addr_resolved);

@@ -1,0 +1,34 @@
+// The engine tests' fabric on the sim provider, and a driver that progresses only the
+// engines that have something to do (ready channels, due timers), so that hundreds of
+// engines run in one process without sweeping all of them on every fabric event.
+#pragma once
+
+#include "provider/sim/fabric.h"
+#include "tests/engine/engine_harness.h"
+
+namespace wireup::etest {
+
+class SimEngineFabric final : public EngineFabric {
+ public:
+  SimEngineFabric(uint32_t nodes, prov::sim::SimConfig cfg);
+  std::string name() const override { return "sim"; }
+  prov::Provider& provider(uint32_t node) override { return fab_.provider(node); }
+  prov::SockAddr address(uint32_t node) override { return fab_.address(node); }
+  bool has_data_path() const override { return true; }
+  prov::sim::SimFabric& fabric() { return fab_; }
+
+ private:
+  prov::sim::SimFabric fab_;
+};
+
+struct DriveReport {
+  uint64_t progress_calls = 0;
+  uint64_t fabric_events = 0;
+  Nanos virtual_time{0};
+  double wall_s = 0;
+};
+
+// Runs every engine of `job` (rank i on node i) to done(), or until `bound` of virtual time.
+Result<DriveReport> drive(SimEngineFabric& f, Job& job, Nanos bound, const std::vector<uint32_t>& dead = {});
+
+}  // namespace wireup::etest
