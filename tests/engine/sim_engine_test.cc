@@ -166,6 +166,53 @@ TEST(EngineSim, TinyWindowsCannotDeadlock) {
   expect_consistent(*job, 3);
 }
 
+// After wireup, what happens to established connections reaches the transport through the
+// steady channel's callback: a peer's disconnect, and a device removal.
+TEST(EngineSim, SteadyEventsReachTheTransport) {
+  SimConfig cfg;
+  cfg.seed = 3;
+  SimEngineFabric f(4, cfg);
+  auto job = make_job(f, 4, 1);
+  ASSERT_TRUE(job) << job.error().message();
+  std::vector<std::vector<SteadyEvent>> seen(4);
+  for (uint32_t r = 0; r < 4; ++r)
+    job->ranks[r].engine->on_steady_event([&seen, r](const SteadyEvent& e) { seen[r].push_back(e); });
+  auto rep = drive(f, *job, 60s);
+  ASSERT_TRUE(rep) << rep.error().message();
+  auto settle = [&] {
+    for (int i = 0; i < 200; ++i) {
+      f.fabric().run_for(5ms);
+      for (auto& rk : job->ranks) {
+        auto w = rk.engine->progress();
+        ASSERT_TRUE(w) << w.error().message();
+      }
+    }
+  };
+  // Rank 0 leaves: ranks 1..3 each learn of it for the right peer and lane.
+  ASSERT_TRUE(job->ranks[0].engine->close(0s));
+  settle();
+  for (uint32_t r = 1; r < 4; ++r) {
+    // DISCONNECTED, then TIMEWAIT_EXIT once the IB CM's timewait ends (the QP may be reused).
+    ASSERT_EQ(seen[r].size(), 2u) << "rank " << r;
+    EXPECT_EQ(seen[r][0].peer, 0u);
+    EXPECT_EQ(seen[r][0].lane, 0u);
+    EXPECT_EQ(seen[r][0].type, prov::CmEventType::disconnected);
+    EXPECT_EQ(seen[r][1].peer, 0u);
+    EXPECT_EQ(seen[r][1].type, prov::CmEventType::timewait_exit);
+  }
+  // Rank 2's device goes away: DEVICE_REMOVAL for each id it still holds (the one to the
+  // departed rank 0 too: ids live until close(), the transport decides what to do).
+  f.fabric().remove_device(2, 0, f.fabric().now());
+  settle();
+  size_t removals = 0;
+  for (const SteadyEvent& e : seen[2])
+    if (e.type == prov::CmEventType::device_removal) {
+      ++removals;
+      EXPECT_NE(e.peer, 2u);
+    }
+  EXPECT_EQ(removals, 3u);
+}
+
 TEST(EngineSim, StrangerFloodLeavesNoResidue) {
   // 40 ranks, of which 8 carry another job key: they are turned away before any QP exists
   // and the 32 real ranks connect all-to-all regardless.
