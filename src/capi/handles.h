@@ -1,0 +1,88 @@
+// The C API's handles and its error plumbing, shared by the files of src/capi.
+//
+// The structs are the opaque types of include/wireup/wireup.h. Every entry point records a
+// failure twice: on the handle it was called on (wireup_last_error(h)) and for the calling
+// thread (wireup_last_error(NULL)), so that a failed *_create can still be explained.
+#pragma once
+
+#include <deque>
+#include <exception>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "capi/event_fd.h"
+#include "common/status.h"
+#include "config/config.h"
+#include "provider/rdma/foreign_qp.h"
+#include "wireup/engine.h"
+#include "wireup/wireup.h"
+
+struct wireup_context {
+  wireup::config::Config config;
+  std::string config_dump;
+  std::unique_ptr<wireup::prov::rdma::RdmaProvider> provider;
+  wireup::prov::rdma::RdmaDevice* device = nullptr;  // owned by the provider
+  std::string listen_ip;
+  size_t handles = 0;  // wireup_t made from this context and not destroyed yet
+  mutable std::string last_error;
+};
+
+struct wireup_handle {
+  wireup_context* ctx = nullptr;
+  wireup_qp_create_fn create_qp = nullptr;
+  wireup_qp_release_fn release_qp = nullptr;
+  void* arg = nullptr;
+  wireup_event_fn event_fn = nullptr;
+  void* event_arg = nullptr;
+  bool peers_set = false;
+  bool started = false;
+  // Declared before the engine, so destroyed after it: the engine's QP wrappers call the
+  // release callback above while it goes, and the channel fds leave the epoll set by closing.
+  wireup::capi::EventFd poller;
+  std::unique_ptr<wireup::Engine> engine;
+  size_t kept = 0;  // results whose QPs were marked as kept (ForeignQp::keep)
+  // Strings handed out by result_get / error_get stay valid until destroy: node-based storage.
+  mutable std::set<std::string> device_names;
+  mutable std::deque<std::string> error_messages;
+  mutable std::deque<std::string> error_peer_reasons;
+  mutable std::string last_error;
+};
+
+namespace wireup::capi {
+
+wireup_status_t to_status(ErrorCode c);
+
+// Records `message` as the failure of `fn` on `slot` (may be null) and the thread.
+wireup_status_t fail(std::string* slot, wireup_status_t st, const char* fn, const std::string& message);
+wireup_status_t fail(std::string* slot, const char* fn, const Error& e);
+
+// The thread's last failure (wireup_last_error(NULL)).
+const std::string& thread_error();
+
+// Runs `body` (returning wireup_status_t). An exception must not cross into C: it becomes
+// WIREUP_ERR_INTERNAL with its text, recorded like any failure.
+template <class F>
+wireup_status_t guarded(const char* fn, std::string* slot, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(slot, WIREUP_ERR_RESOURCE, fn, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(slot, WIREUP_ERR_INTERNAL, fn, std::string("unexpected exception: ") + e.what());
+  } catch (...) {
+    return fail(slot, WIREUP_ERR_INTERNAL, fn, "unexpected exception of unknown type");
+  }
+}
+
+// The QP factory the engine calls, turning the transport's C callback into wrapped QPs.
+qp::QpFactory make_factory(wireup_t* w);
+
+// Marks the QPs of results that appeared since the last call as kept by the transport.
+void keep_new_results(wireup_t* w);
+
+// Re-arms the poller after the engine's fds or timers may have changed.
+void refresh_poller(wireup_t* w);
+
+}  // namespace wireup::capi

@@ -1,0 +1,88 @@
+// wireup_start, the event loop hooks (progress, fd, wait, done) and wireup_destroy.
+#include <chrono>
+
+#include "capi/handles.h"
+#include "common/log.h"
+
+using namespace wireup;
+using capi::fail;
+using capi::guarded;
+
+namespace {
+
+constexpr auto kDestroyDrain = std::chrono::seconds(2);  // documented in wireup.h
+
+wireup_status_t null_handle(const char* fn) {
+  return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "the wireup handle is NULL");
+}
+
+}  // namespace
+
+extern "C" {
+
+wireup_status_t wireup_start(wireup_t* w) {
+  const char* fn = "wireup_start";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (w->started) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "already started");
+    if (!w->peers_set)
+      return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_set_peers() has not been called");
+    if (Status s = w->engine->start(); !s) return fail(&w->last_error, fn, s.error());
+    w->started = true;
+    capi::refresh_poller(w);
+    return WIREUP_OK;
+  });
+}
+
+wireup_status_t wireup_progress(wireup_t* w, int* work_done) {
+  const char* fn = "wireup_progress";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (!w->started) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_start() has not been called");
+    Result<int> work = w->engine->progress();
+    capi::keep_new_results(w);  // before anything else can drop a connected QP's wrapper
+    capi::refresh_poller(w);
+    if (!work) return fail(&w->last_error, fn, work.error());
+    if (work_done != nullptr) *work_done = *work;
+    return WIREUP_OK;
+  });
+}
+
+int wireup_fd(const wireup_t* w) {
+  if (w == nullptr) return null_handle("wireup_fd"), -1;
+  return w->poller.fd();
+}
+
+wireup_status_t wireup_wait(wireup_t* w, int timeout_ms) {
+  const char* fn = "wireup_wait";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (timeout_ms < -1)
+      return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn,
+                  "timeout_ms " + std::to_string(timeout_ms) + " (use -1 for no limit)");
+    // -1: a day stands for "no limit"; the engine's own deadline and timers cut it short.
+    Nanos t = timeout_ms < 0 ? Nanos(std::chrono::hours(24)) : Nanos(std::chrono::milliseconds(timeout_ms));
+    if (Status s = w->engine->wait(t); !s) return fail(&w->last_error, fn, s.error());
+    return WIREUP_OK;
+  });
+}
+
+int wireup_done(const wireup_t* w) {
+  if (w == nullptr) return null_handle("wireup_done"), -1;
+  return w->engine->done() ? 1 : 0;
+}
+
+void wireup_destroy(wireup_t* w) {
+  if (w == nullptr) return;
+  guarded("wireup_destroy", &w->last_error, [&] {
+    capi::keep_new_results(w);
+    w->engine->on_steady_event(nullptr);  // the transport may be tearing its callback state down
+    if (Status s = w->engine->close(kDestroyDrain); !s)
+      WIREUP_LOG(warn, "wireup_destroy: %s", s.message().c_str());
+    return WIREUP_OK;
+  });
+  --w->ctx->handles;
+  delete w;
+}
+
+}  // extern "C"

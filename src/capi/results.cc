@@ -1,0 +1,168 @@
+// What wireup built (results), what it could not (errors), what happens afterwards (events),
+// and the statistics.
+#include <cstring>
+
+#include "capi/handles.h"
+#include "wireup/private_data.h"
+
+using namespace wireup;
+using capi::fail;
+using capi::guarded;
+
+namespace {
+
+wireup_status_t null_handle(const char* fn) {
+  return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "the wireup handle is NULL");
+}
+
+wireup_status_t bad_index(const wireup_t* w, const char* fn, size_t i, size_t n) {
+  return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn,
+              "index " + std::to_string(i) + " out of range (count is " + std::to_string(n) + ")");
+}
+
+uint64_t span_ns(Nanos from, Nanos to) {
+  const bool set = from != cm::kUnset && to != cm::kUnset;
+  return set && to >= from ? static_cast<uint64_t>((to - from).count()) : 0;
+}
+
+wireup_event_type_t event_type(prov::CmEventType t) {
+  switch (t) {
+    case prov::CmEventType::disconnected: return WIREUP_EVENT_DISCONNECTED;
+    case prov::CmEventType::device_removal: return WIREUP_EVENT_DEVICE_REMOVAL;
+    case prov::CmEventType::addr_change: return WIREUP_EVENT_ADDR_CHANGE;
+    case prov::CmEventType::timewait_exit: return WIREUP_EVENT_TIMEWAIT_EXIT;
+    default: return WIREUP_EVENT_OTHER;
+  }
+}
+
+// The peer's own reason, when its REJ carried our private data.
+std::string peer_reason(const cm::Failure& f) {
+  if (f.kind != cm::FailKind::rejected) return {};
+  auto h = decode(f.private_data);
+  return h && h->kind == WireKind::reject ? to_string(h->reason) : std::string();
+}
+
+}  // namespace
+
+extern "C" {
+
+size_t wireup_result_count(const wireup_t* w) {
+  if (w == nullptr) return null_handle("wireup_result_count"), 0;
+  return w->engine->results().size();
+}
+
+wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* out) {
+  const char* fn = "wireup_result_get";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (out == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+    const auto& all = w->engine->results();
+    if (i >= all.size()) return bad_index(w, fn, i, all.size());
+    const ConnResult& r = all[i];
+    const cm::Timings& t = r.timings;
+    wireup_result_t x;
+    std::memset(&x, 0, sizeof x);
+    x.peer = r.peer;
+    x.lane = r.lane;
+    x.active = r.role == cm::Role::active ? 1 : 0;
+    x.qp = r.qp != nullptr ? static_cast<ibv_qp*>(r.qp->native()) : nullptr;
+    x.local_qpn = r.local_qpn;
+    x.remote_qpn = r.remote_qpn;
+    x.attempts = r.attempts;
+    x.ece_local_vendor = r.ece.local.vendor_id;
+    x.ece_local_options = r.ece.local.options;
+    x.ece_remote_vendor = r.ece.remote.vendor_id;
+    x.ece_remote_options = r.ece.remote.options;
+    x.ece_accepted = r.ece.accepted;
+    x.ece_outcome = ece::to_string(r.ece.outcome);
+    x.device = w->device_names.insert(r.device).first->c_str();
+    // The same phase boundaries as Stats::record, so these add up to what the stats show.
+    if (x.active) {
+      x.resolve_addr_ns = span_ns(t.start, t.addr_resolved);
+      x.resolve_route_ns = span_ns(t.addr_resolved, t.route_resolved);
+      x.qp_create_ns = span_ns(t.route_resolved, t.qp_created);
+      x.req_to_rep_ns = span_ns(t.request, t.response);
+      x.rtr_rts_ns = span_ns(t.response, t.rts);
+      x.attempt_ns = span_ns(t.start, t.established);
+    } else {
+      x.qp_create_ns = span_ns(t.request, t.qp_created);
+      x.rtr_rts_ns = span_ns(t.qp_created, t.rts);
+      x.attempt_ns = span_ns(t.request, t.established);
+    }
+    x.establish_ns = span_ns(t.rts, t.established);
+    *out = x;
+    return WIREUP_OK;
+  });
+}
+
+size_t wireup_error_count(const wireup_t* w) {
+  if (w == nullptr) return null_handle("wireup_error_count"), 0;
+  return w->engine->errors().size();
+}
+
+wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_t* out) {
+  const char* fn = "wireup_error_get";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (out == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+    const auto& all = w->engine->errors();
+    if (i >= all.size()) return bad_index(w, fn, i, all.size());
+    // The engine only appends errors: cache their strings in the same order, stable for good.
+    while (w->error_messages.size() < all.size()) {
+      const PeerError& e = all[w->error_messages.size()];
+      w->error_messages.push_back(e.describe());
+      w->error_peer_reasons.push_back(peer_reason(e.failure));
+    }
+    const PeerError& e = all[i];
+    wireup_peer_error_t x;
+    std::memset(&x, 0, sizeof x);
+    x.peer = e.peer;
+    x.lane = e.lane;
+    x.active = e.role == cm::Role::active ? 1 : 0;
+    x.attempts = e.attempts;
+    x.kind = cm::to_string(e.failure.kind);
+    x.reject_reason = e.failure.kind == cm::FailKind::rejected ? e.failure.status : 0;
+    x.peer_reason = w->error_peer_reasons[i].c_str();
+    x.message = w->error_messages[i].c_str();
+    *out = x;
+    return WIREUP_OK;
+  });
+}
+
+wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn_ptr, void* arg) {
+  const char* fn = "wireup_on_event";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (fn_ptr == nullptr) {
+      w->engine->on_steady_event(nullptr);
+      return WIREUP_OK;
+    }
+    w->engine->on_steady_event([fn_ptr, arg](const SteadyEvent& e) {
+      const wireup_event_t ev{e.peer, e.lane, event_type(e.type), e.status, prov::to_string(e.type)};
+      fn_ptr(arg, &ev);
+    });
+    return WIREUP_OK;
+  });
+}
+
+wireup_status_t wireup_stats_json(const wireup_t* w, char* buf, size_t* len) {
+  const char* fn = "wireup_stats_json";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (len == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "len is NULL");
+    const std::string json = w->engine->stats().to_json();
+    const size_t need = json.size() + 1;  // with the NUL
+    if (buf == nullptr || *len < need) {
+      const size_t have = *len;
+      *len = need;
+      return fail(&w->last_error, WIREUP_ERR_BUFFER_TOO_SMALL, fn,
+                  "the JSON takes " + std::to_string(need) + " bytes with its NUL, the buffer has " +
+                      std::to_string(have));
+    }
+    std::memcpy(buf, json.c_str(), need);
+    *len = need;
+    return WIREUP_OK;
+  });
+}
+
+}  // extern "C"

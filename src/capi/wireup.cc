@@ -1,0 +1,102 @@
+// wireup_create .. wireup_destroy: the handle's lifecycle and its event loop hooks.
+#include "capi/handles.h"
+#include "wireup/options.h"
+
+using namespace wireup;
+using capi::fail;
+using capi::guarded;
+
+namespace {
+
+wireup_status_t null_handle(const char* fn) {
+  return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "the wireup handle is NULL");
+}
+
+Result<std::unique_ptr<Engine>> make_engine(wireup_t* w, const wireup_params_t& p) {
+  auto listen = prov::SockAddr::parse(w->ctx->listen_ip);
+  if (!listen) return listen.error();
+  EngineOptions o = engine_options(w->ctx->config.settings(), p.rank, p.nranks, *listen, p.job_key);
+  if (p.lanes != 0) o.lanes = p.lanes;
+  return Engine::create(*w->ctx->provider, std::move(o), capi::make_factory(w));
+}
+
+}  // namespace
+
+namespace wireup::capi {
+
+void refresh_poller(wireup_t* w) {
+  const Nanos at = w->engine->next_wakeup();
+  Status s = w->poller.update(w->engine->fds(), at == Nanos::max() ? std::nullopt : std::optional<Nanos>(at));
+  if (!s) fail(&w->last_error, "wireup_fd", s.error());  // noted; the loop still has wireup_wait
+}
+
+}  // namespace wireup::capi
+
+extern "C" {
+
+wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* params, wireup_qp_create_fn create_qp,
+                              void* arg, wireup_t** out) {
+  const char* fn = "wireup_create";
+  return guarded(fn, ctx ? &ctx->last_error : nullptr, [&] {
+    std::string* slot = ctx ? &ctx->last_error : nullptr;
+    if (ctx == nullptr) return fail(slot, WIREUP_ERR_INVALID_ARGUMENT, fn, "the context is NULL");
+    if (params == nullptr) return fail(slot, WIREUP_ERR_INVALID_ARGUMENT, fn, "params is NULL");
+    if (create_qp == nullptr) return fail(slot, WIREUP_ERR_INVALID_ARGUMENT, fn, "create_qp (the QP factory) is NULL");
+    if (out == nullptr) return fail(slot, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+    auto w = std::make_unique<wireup_t>();
+    w->ctx = ctx;
+    w->create_qp = create_qp;
+    w->release_qp = params->qp_release;
+    w->arg = arg;
+    if (Status s = w->poller.open(); !s) return fail(slot, fn, s.error());
+    auto e = make_engine(w.get(), *params);
+    if (!e) return fail(slot, fn, e.error());
+    w->engine = std::move(e).value();
+    capi::refresh_poller(w.get());
+    ++ctx->handles;
+    *out = w.release();
+    return WIREUP_OK;
+  });
+}
+
+wireup_status_t wireup_local_address(const wireup_t* w, uint8_t* buf, size_t* len) {
+  const char* fn = "wireup_local_address";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (len == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "len is NULL");
+    std::vector<uint8_t> a = w->engine->local_address();
+    if (a.empty()) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "the listener is closed (wireup is over)");
+    if (*len < a.size() || buf == nullptr) {
+      const size_t have = *len;
+      *len = a.size();
+      return fail(&w->last_error, WIREUP_ERR_BUFFER_TOO_SMALL, fn,
+                  "the address takes " + std::to_string(a.size()) + " bytes, the buffer has " + std::to_string(have));
+    }
+    std::copy(a.begin(), a.end(), buf);
+    *len = a.size();
+    return WIREUP_OK;
+  });
+}
+
+wireup_status_t wireup_set_peers(wireup_t* w, const wireup_peer_t* peers, size_t n) {
+  const char* fn = "wireup_set_peers";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (peers == nullptr && n > 0) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "peers is NULL");
+    if (w->started)
+      return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_start() was called: the peer table is fixed");
+    std::vector<Peer> table;
+    table.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (peers[i].address == nullptr && peers[i].address_len > 0)
+        return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn,
+                    "entry " + std::to_string(i) + " (rank " + std::to_string(peers[i].rank) + "): address is NULL");
+      table.push_back(Peer{peers[i].rank, std::vector<uint8_t>(peers[i].address, peers[i].address + peers[i].address_len)});
+    }
+    if (Status s = w->engine->set_peers(table); !s) return fail(&w->last_error, fn, s.error());
+    w->peers_set = true;
+    return WIREUP_OK;
+  });
+}
+
+}  // extern "C"
