@@ -87,6 +87,12 @@ std::vector<std::string> check(const LoadOptions& opts);
 // Validate one tuning file on its own (no environment, no overrides): `wireup_info --check`.
 std::vector<std::string> check_file(const std::string& path);
 
+// Validate TOML `text` held in memory as if it were a file called `name` (messages say
+// "NAME:LINE: ..."). Environment and overrides come from `opts`; its file, WIREUP_CONFIG and
+// search path are not consulted. The fuzzer's entry point; no file system involved.
+std::vector<std::string> check_string(std::string_view text, std::string_view name,
+                                      const LoadOptions& opts = {});
+
 // config/default.toml as generated from the table: every key, its help, type and default.
 std::string default_toml();
 

@@ -15,10 +15,17 @@ namespace wireup::config {
 class Loader {
  public:
   explicit Loader(const LoadOptions& opts) : opts_(opts) {}
+  // TOML text in memory stands in for the file and is called `name` in messages.
+  Loader(const LoadOptions& opts, std::string_view text, std::string name)
+      : opts_(opts), text_(text), text_name_(std::move(name)), in_memory_(true) {}
 
   void run() {
     set_defaults();
-    if (const std::string path = pick_file(); !path.empty()) read_file(path);
+    if (in_memory_) {
+      read_text();
+    } else if (const std::string path = pick_file(); !path.empty()) {
+      read_file(path);
+    }
     apply_overrides();
     apply_env();
     cross_check();
@@ -70,9 +77,20 @@ class Loader {
 
   void read_file(const std::string& path) {
     cfg_.file_ = path;
+    read_toml(path, [&] { return toml::parse_file(path); });
+  }
+
+  void read_text() {
+    cfg_.file_ = text_name_;
+    read_toml(text_name_, [&] { return toml::parse(text_, text_name_); });
+  }
+
+  // `parse` returns the document's root table or throws toml::parse_error.
+  template <class ParseFn>
+  void read_toml(const std::string& path, ParseFn parse) {
     toml::table root;
     try {
-      root = toml::parse_file(path);
+      root = parse();
     } catch (const toml::parse_error& e) {
       const toml::source_position pos = e.source().begin;
       errors_.push_back(path + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column) +
@@ -208,6 +226,9 @@ class Loader {
   }
 
   const LoadOptions& opts_;
+  std::string_view text_;
+  std::string text_name_;
+  bool in_memory_ = false;
   Config cfg_;
   std::vector<std::string> errors_;
 };
@@ -233,6 +254,12 @@ std::vector<std::string> check_file(const std::string& path) {
   opts.file = path;
   opts.search_paths.clear();
   return check(opts);
+}
+
+std::vector<std::string> check_string(std::string_view text, std::string_view name, const LoadOptions& opts) {
+  Loader loader(opts, text, std::string(name));
+  loader.run();
+  return loader.errors();
 }
 
 }  // namespace wireup::config

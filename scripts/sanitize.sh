@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The host unit suite (ctest label unit: unit tests, config checks, sim conformance, sim engine
+# and scale tests) under ASan + UBSan + LSan, in a build dir of its own.
+#   scripts/sanitize.sh [extra ctest args]        e.g. scripts/sanitize.sh -R config
+# Env: ASAN_BUILD_DIR (default ./build-asan), WIREUP_JOBS (default nproc); ASAN_OPTIONS,
+# UBSAN_OPTIONS, LSAN_OPTIONS are added to the defaults below (later options win).
+#
+# Steps: configure with -DWIREUP_SANITIZE=ON (-O1 -g, assert()s live, no benchmarks); prove
+# on a canary that this compiler's ASan, LSan and UBSan do report (a sanitizer that reports
+# nothing proves nothing: LSan, for one, needs ptrace and fails in some containers); build only
+# the executables the unit tests run; run `ctest -L unit`. Exit status: ctest's, or 2 if the
+# canary or the build failed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+B=${ASAN_BUILD_DIR:-$ROOT/build-asan}
+JOBS=${WIREUP_JOBS:-$(nproc)}
+
+# LSan runs at exit of every test process (on by default with ASan on Linux; explicit here).
+export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-}"
+
+t0=$(date +%s)
+cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  -DWIREUP_SANITIZE=ON -DWIREUP_BUILD_BENCH=OFF >/dev/null
+
+# --- canary: each sanitizer must catch its own deliberate bug ---------------------------
+CXX=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$B/CMakeCache.txt")
+mkdir -p "$B/canary"
+cat >"$B/canary/canary.cc" <<'EOF'
+// Written by scripts/sanitize.sh: one deliberate bug per sanitizer.
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+static void* volatile kept;
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  if (std::strcmp(argv[1], "leak") == 0) {  // LSan: 4242 bytes never freed
+    kept = std::malloc(4242);
+    kept = nullptr;
+    return 0;
+  }
+  if (std::strcmp(argv[1], "ub") == 0) {  // UBSan: signed overflow
+    volatile int x = INT_MAX - 1 + argc;
+    return x + 1 > 0;
+  }
+  if (std::strcmp(argv[1], "heap") == 0) {  // ASan: read one past a heap block
+    char* volatile p = new char[16];  // volatile: UBSan's object-size check cannot see it
+    volatile char v = p[14 + argc];
+    delete[] p;
+    return v;
+  }
+  return 2;
+}
+EOF
+"$CXX" -std=c++20 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+  -fno-omit-frame-pointer "$B/canary/canary.cc" -o "$B/canary/canary"
+canary_ok=1
+for c in "leak:LeakSanitizer: detected memory leaks" "ub:runtime error: signed integer overflow" \
+         "heap:AddressSanitizer: heap-buffer-overflow"; do
+  what=${c%%:*} want=${c#*:}
+  if out=$("$B/canary/canary" "$what" 2>&1); then rc=0; else rc=$?; fi
+  if ((rc != 0)) && grep -qF "$want" <<<"$out"; then
+    echo "sanitize.sh: canary $what: reported ($want, exit $rc)"
+  else
+    echo "sanitize.sh: canary $what: NOT reported (exit $rc); output:" >&2
+    printf '%s\n' "$out" | tail -20 >&2
+    canary_ok=0
+  fi
+done
+((canary_ok)) || { echo "sanitize.sh: the sanitizers do not report here; the suite would prove nothing" >&2; exit 2; }
+
+# --- build only what `ctest -L unit` runs ------------------------------------------------
+# From the generated CTestTestfile.cmake files: the executable of every test labelled unit
+# (a target's file is named after it), plus every gtest_discover_tests target, whose tests
+# and labels exist only once it is built.
+unit_targets() {
+  find "$B" -name CTestTestfile.cmake -print0 | xargs -0 awk -v build="$B/" '
+    match($0, /^add_test\(\[=\[[^]]*\]=\] "[^"]*"/) {
+      s = substr($0, 1, RLENGTH); name = s; sub(/^add_test\(\[=\[/, "", name); sub(/\]=\].*/, "", name)
+      exe = s; sub(/^[^"]*"/, "", exe); sub(/"$/, "", exe); cmd[name] = exe
+    }
+    match($0, /^set_tests_properties\(\[=\[[^]]*\]=\] PROPERTIES .* LABELS "[^"]*"/) {
+      name = $0; sub(/^set_tests_properties\(\[=\[/, "", name); sub(/\]=\].*/, "", name)
+      labels = $0; sub(/.* LABELS "/, "", labels); sub(/".*/, "", labels)
+      if (("" labels ";") ~ /(^|;)unit;/) unit[name] = 1
+    }
+    match($0, /^include\(".*\[[0-9]+\]_include\.cmake"\)/) {
+      t = $0; sub(/^include\(".*\//, "", t); sub(/\[[0-9]+\]_include\.cmake"\)$/, "", t); print t
+    }
+    END {
+      for (n in unit) if (index(cmd[n], build) == 1) { t = cmd[n]; sub(/.*\//, "", t); print t }
+    }' | sort -u
+}
+mapfile -t targets < <(unit_targets)
+echo "sanitize.sh: building ${targets[*]}"
+cmake --build "$B" -j "$JOBS" --target "${targets[@]}"
+t1=$(date +%s)
+echo "sanitize.sh: configure + build took $((t1 - t0)) s"
+
+# Every unit test must now have its executable; a missing one would show as "Not Run".
+missing=$(ctest --test-dir "$B" -L unit --show-only=json-v1 | jq -r '.tests[] | select(.command == null) | .name')
+if [ -n "$missing" ]; then
+  echo "sanitize.sh: unit tests without an executable after the build: $missing" >&2
+  exit 2
+fi
+
+rc=0
+ctest --test-dir "$B" --output-on-failure -L unit "$@" || rc=$?
+echo "sanitize.sh: tests took $(($(date +%s) - t1)) s (ASAN_OPTIONS=$ASAN_OPTIONS)"
+exit $rc

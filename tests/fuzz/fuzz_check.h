@@ -1,0 +1,14 @@
+// A property check for the fuzz targets: on failure, say which property broke and abort, so
+// that libFuzzer records the input as a crash (assert() would vanish under NDEBUG).
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+
+#define FUZZ_CHECK(cond)                                                                   \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      std::fprintf(stderr, "fuzz: property violated at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                        \
+    }                                                                                      \
+  } while (0)

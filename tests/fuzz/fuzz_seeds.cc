@@ -1,0 +1,173 @@
+// Writes the seed corpora and the config dictionary for the fuzz targets from the real
+// encoders and the parameter table, so the seeds follow the formats as they change:
+//   fuzz_seeds OUT_DIR  ->  OUT_DIR/{private_data,address,config}/*, OUT_DIR/config.dict
+// The shipped tuning files (config/*.toml, config/examples, tests/data/config) are passed to
+// the config fuzzer as a second seed directory by scripts/fuzz.sh.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "config/params.h"
+#include "provider/types.h"
+#include "wireup/address.h"
+#include "wireup/private_data.h"
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<uint8_t>;
+
+namespace {
+
+class SeedDir {
+ public:
+  explicit SeedDir(fs::path dir) : dir_(std::move(dir)) { fs::create_directories(dir_); }
+  void add(std::string_view name, const Bytes& b) {
+    std::ofstream(dir_ / (std::string(name) + ".bin"), std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    ++count_;
+  }
+  void add(std::string_view name, std::string_view text) { add(name, Bytes(text.begin(), text.end())); }
+  int count() const { return count_; }
+
+ private:
+  fs::path dir_;
+  int count_ = 0;
+};
+
+template <size_t N>
+Bytes bytes_of(const std::array<uint8_t, N>& a, size_t padded_to = 0) {
+  Bytes b(a.begin(), a.end());
+  if (b.size() < padded_to) b.resize(padded_to, 0);
+  return b;
+}
+
+int private_data_seeds(const fs::path& out) {
+  using wireup::RejectCode;
+  using wireup::WireKind;
+  SeedDir d(out / "private_data");
+  wireup::WireHeader h{.kind = WireKind::request, .job_key = 0x0123456789abcdefULL, .src_rank = 3,
+                       .dst_rank = 7, .lane = 1, .attempt = 1};
+  // What the receiver sees: the whole CM field, zero padded (REQ 56, REP 196, REJ 148).
+  d.add("req", bytes_of(wireup::encode(h)));
+  d.add("req_56", bytes_of(wireup::encode(h), wireup::prov::private_data_limit::req_tcp));
+  h.kind = WireKind::accept;
+  d.add("rep_196", bytes_of(wireup::encode(h), wireup::prov::private_data_limit::rep));
+  h.kind = WireKind::reject;
+  for (uint16_t r = 0; r <= static_cast<uint16_t>(RejectCode::shutting_down); ++r) {
+    h.reason = static_cast<RejectCode>(r);
+    d.add("rej_148_" + std::string(wireup::to_string(h.reason)),
+          bytes_of(wireup::encode(h), wireup::prov::private_data_limit::rej));
+  }
+  h = {.kind = WireKind::request, .job_key = ~0ULL, .src_rank = ~0U, .dst_rank = ~0U, .lane = 0xffff,
+       .attempt = ~0U};
+  d.add("req_all_ones", bytes_of(wireup::encode(h)));
+  Bytes b = bytes_of(wireup::encode(h));
+  d.add("short_31", Bytes(b.begin(), b.begin() + 31));
+  d.add("empty", Bytes{});
+  Bytes bad = b;
+  bad[0] ^= 0xff;
+  d.add("bad_magic", bad);
+  bad = b, bad[4] = 2;
+  d.add("bad_version", bad);
+  bad = b, bad[5] = 4;
+  d.add("bad_kind", bad);
+  bad = b, bad[26] = 1;
+  d.add("bad_reserved", bad);
+  return d.count();
+}
+
+int address_seeds(const fs::path& out) {
+  using wireup::prov::SockAddr;
+  SeedDir d(out / "address");
+  for (const char* text : {"10.0.0.1:7471", "255.255.255.255:65535", "0.0.0.0:1", "[::1]:7471",
+                           "[fe80::1]:1", "[::ffff:10.0.0.1]:20000", "[2001:db8::ff00:42:8329]:65535"}) {
+    auto a = SockAddr::parse(text);
+    if (!a) {
+      std::fprintf(stderr, "fuzz_seeds: %s: %s\n", text, a.error().message().c_str());
+      continue;
+    }
+    d.add(std::string("ok_") + std::to_string(d.count()), wireup::encode_address(*a));
+  }
+  d.add("v4_port0", Bytes{1, 4, 0, 0, 10, 0, 0, 1});
+  d.add("v4_short", Bytes{1, 4, 0x1d});
+  d.add("v4_long", Bytes{1, 4, 0x1d, 0x2f, 10, 0, 0, 1, 0});
+  d.add("v6_as_v4_length", Bytes{1, 6, 0x1d, 0x2f, 10, 0, 0, 1});
+  d.add("version2", Bytes{2, 4, 0x1d, 0x2f, 10, 0, 0, 1});
+  d.add("family5", Bytes{1, 5, 0x1d, 0x2f, 10, 0, 0, 1});
+  return d.count();
+}
+
+// A value as the environment would spell it, from the TOML literal of the default.
+std::string env_spelling(std::string_view toml) {
+  std::string s(toml);
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '[')) s = s.substr(1, s.size() - 2);
+  std::string out;
+  for (char c : s)
+    if (c != '"') out += c;
+  return out;
+}
+
+// libFuzzer dictionary syntax: "..." with \\, \" and \xNN escapes.
+std::string dict_entry(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\', out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+int config_seeds(const fs::path& out) {
+  namespace cfg = wireup::config;
+  SeedDir d(out / "config");
+  d.add("default_toml", cfg::default_toml());
+  std::set<std::string> dict = {"[", "]", "[[", "]]", "=", "\"", "'", "\"\"\"", "'''", "#", ",", ".",
+                                "\n", "{", "}", "true", "false", "0x", "0o", "0b", "ms", "s", "m", "inf",
+                                "nan", "-", "+", "_", "e", "1979-05-27T07:32:00Z", "07:32:00",
+                                "1979-05-27", "\\u", "\\U", "WIREUP_", "WIREUP_CONFIG", "WIREUP_LOG",
+                                "WIREUP_VM_", std::string(1, '\0')};
+  for (const cfg::Section& s : cfg::sections()) dict.insert("[" + std::string(s.name) + "]");
+  for (const cfg::Param& p : cfg::params()) {
+    const std::string sec(p.section), key(p.key), def(p.default_toml);
+    dict.insert(key);
+    dict.insert(p.name());
+    dict.insert(p.env_name() + "=");
+    for (const cfg::EnumChoice& c : p.choices) dict.insert(std::string(c.name));
+    const std::string env = env_spelling(def);
+    d.add("file_" + p.name(), "[" + sec + "]\n" + key + " = " + def + "\n");
+    d.add("env_" + p.name(), std::string(1, '\0') + p.env_name() + "=" + env);
+    d.add("api_" + p.name(), std::string(1, '\0') + p.name() + "=" + env);
+  }
+  d.add("mixed", "[engine]\nconnect_window = 64\n" + std::string(1, '\0') +
+                     "WIREUP_ENGINE_CONNECT_WINDOW=32" + std::string(1, '\0') + "engine.lanes=2" +
+                     std::string(1, '\0') + "WIREUP_LOG=debug" + std::string(1, '\0') + "HOME=/root");
+  std::ofstream f(out / "config.dict");
+  f << "# libFuzzer dictionary for fuzz_config, generated by fuzz_seeds from the parameter table\n";
+  for (const std::string& w : dict) f << dict_entry(w) << "\n";
+  return d.count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR\n", argv[0]);
+    return 2;
+  }
+  const fs::path out = argv[1];
+  const int n1 = private_data_seeds(out), n2 = address_seeds(out), n3 = config_seeds(out);
+  std::printf("fuzz_seeds: %s: private_data %d, address %d, config %d seeds, config.dict\n", argv[1], n1, n2, n3);
+  return 0;
+}
