@@ -53,7 +53,9 @@ bool parse_duration(std::string_view s, int64_t& ms) {
     s.remove_suffix(1), scale = 60 * 1000;
   }
   int64_t n = 0;
-  if (!parse_number(trim(s), n) || n > std::numeric_limits<int64_t>::max() / scale) return false;
+  if (!parse_number(trim(s), n) || n > std::numeric_limits<int64_t>::max() / scale ||
+      n < std::numeric_limits<int64_t>::min() / scale)
+    return false;  // n * scale would overflow (negative ones too: "-9223372036854775808s")
   ms = n * scale;
   return true;
 }
