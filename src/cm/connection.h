@@ -118,6 +118,8 @@ class Connection {
   // The id, for owners that keep it after the connection object is gone.
   std::unique_ptr<prov::CmId> take_id() { return std::move(id_); }
 
+  void* owner = nullptr;  // the owner's record of this connection (the engine's slot)
+
  private:
   Connection(prov::Provider& p, Role r, Spec spec);
   void fail(FailKind kind, Error e, int status = 0);

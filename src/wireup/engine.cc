@@ -109,6 +109,7 @@ Status Engine::start() {
   for (auto& [r, a] : peers_) ranks.push_back(r);
   std::vector<uint32_t> out = plan::outgoing(opt_.rank, opt_.nranks, ranks);
   std::vector<uint32_t> in = plan::incoming(opt_.rank, opt_.nranks, ranks);
+  slots_.reserve((out.size() + in.size()) * opt_.lanes);
   // Lane-major: every peer's lane 0 before anyone's lane 1 spreads the load.
   for (uint32_t lane = 0; lane < opt_.lanes; ++lane) {
     for (uint32_t p : out) {
@@ -218,6 +219,7 @@ int Engine::start_connects() {
       continue;
     }
     s.conn = std::move(c).value();
+    s.conn->owner = &s;
   }
   return work;
 }
@@ -308,6 +310,7 @@ void Engine::finish_slot(Slot& s) {
   r.device = c.qp() ? c.qp()->device().info().name : std::string();
   r.timings = c.timings();
   r.attempts = s.attempt;
+  s.result = results_.size();
   results_.push_back(std::move(r));
 }
 
@@ -438,8 +441,7 @@ std::vector<prov::EventChannel*> Engine::channels() const {
 std::unique_ptr<prov::Qp> Engine::take_qp(uint32_t peer, uint32_t lane) {
   auto it = slots_.find(key(peer, lane));
   if (it == slots_.end() || it->second.state != SlotState::established || !it->second.conn) return nullptr;
-  for (auto& r : results_)
-    if (r.peer == peer && r.lane == lane) r.qp = nullptr;
+  if (it->second.result < results_.size()) results_[it->second.result].qp = nullptr;
   return it->second.conn->take_qp();
 }
 

@@ -15,6 +15,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <unordered_map>
 #include <span>
 #include <string>
 #include <vector>
@@ -147,6 +148,7 @@ class Engine {
     Nanos first_start = cm::kUnset;
     bool qp_counted = false;       // holds a place in the QP window
     cm::Failure last_failure;      // passive: the last half-open attempt's failure
+    size_t result = SIZE_MAX;      // index in results_ once established
     std::unique_ptr<cm::Connection> conn;
   };
   static uint64_t key(uint32_t peer, uint32_t lane) { return (uint64_t(peer) << 16) | lane; }
@@ -183,7 +185,8 @@ class Engine {
   std::unique_ptr<prov::EventChannel> setup_;
   std::unique_ptr<prov::CmId> listener_;
   std::map<uint32_t, prov::SockAddr> peers_;
-  std::map<uint64_t, Slot> slots_;
+  // Node-based: Slot addresses stay valid (connections point back at their slot).
+  std::unordered_map<uint64_t, Slot> slots_;
   std::vector<uint64_t> start_order_;    // active slots in start order
   size_t next_start_ = 0;
   std::multimap<Nanos, uint64_t> retry_at_;  // active slots waiting out their backoff

@@ -31,8 +31,8 @@ int Engine::drain_setup() {
     }
     conn->on_event(*ev);
     ev->ack();  // before after_event: it may migrate or destroy the id
-    auto it = slots_.find(key(conn->spec().peer, conn->spec().lane));
-    if (it != slots_.end() && it->second.conn.get() == conn) after_event(it->second);
+    auto* slot = static_cast<Slot*>(conn->owner);
+    if (slot != nullptr && slot->conn.get() == conn) after_event(*slot);
   }
   return work;
 }
@@ -95,6 +95,7 @@ void Engine::handle_request(prov::CmEvent& ev) {
   s.attempt = h->attempt;
   if (s.first_start == cm::kUnset) s.first_start = now();
   s.conn = cm::Connection::from_request(prov_, ev, spec_for(s));
+  s.conn->owner = &s;
   s.state = SlotState::in_flight;
   after_event(s);  // queues it for a QP; grant_qps() accepts within the QP window
 }

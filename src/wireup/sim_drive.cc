@@ -1,0 +1,85 @@
+#include "wireup/sim_drive.h"
+
+#include <queue>
+#include <unordered_map>
+
+namespace wireup {
+
+Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, const std::vector<Engine*>& engines, Nanos bound) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  const Nanos until = fab.now() + bound;
+  const size_t n = engines.size();
+  std::unordered_map<prov::EventChannel*, uint32_t> owner;
+  auto refresh_owner = [&] {
+    owner.clear();
+    for (uint32_t r = 0; r < n; ++r)
+      if (engines[r])
+        for (auto* c : engines[r]->channels()) owner[c] = r;
+  };
+  refresh_owner();
+  using Timer = std::pair<Nanos, uint32_t>;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
+  std::vector<uint32_t> dirty;
+  std::vector<char> queued(n, 0), done(n, 0);
+  size_t remaining = 0;
+  for (uint32_t r = 0; r < n; ++r)
+    if (engines[r]) {
+      dirty.push_back(r);
+      ++remaining;
+    }
+  auto mark = [&](uint32_t r) {
+    if (!queued[r] && engines[r]) {
+      queued[r] = 1;
+      dirty.push_back(r);
+    }
+  };
+  SimDriveReport rep;
+  while (remaining > 0) {
+    for (uint32_t r : dirty) {
+      queued[r] = 0;
+      Engine& e = *engines[r];
+      auto w = e.progress();
+      if (!w) return Error(w.error()).with_peer("rank " + std::to_string(r));
+      ++rep.progress_calls;
+      if (!done[r] && e.done()) {
+        done[r] = 1;
+        --remaining;
+      }
+      if (Nanos wake = e.next_wakeup(); wake != Nanos::max()) timers.push({wake, r});
+    }
+    dirty.clear();
+    if (remaining == 0) break;
+    for (auto& rd : fab.take_ready()) {
+      auto it = owner.find(rd.channel);
+      if (it == owner.end()) {
+        refresh_owner();
+        it = owner.find(rd.channel);
+      }
+      if (it != owner.end()) mark(it->second);
+    }
+    while (!timers.empty() && timers.top().first <= fab.now()) {
+      mark(timers.top().second);
+      timers.pop();
+    }
+    if (!dirty.empty()) continue;
+    const Nanos next_timer = timers.empty() ? Nanos::max() : timers.top().first;
+    const Nanos next_event = fab.next_time();
+    if (next_timer == Nanos::max() && next_event == Nanos::max())
+      return Error::make(ErrorCode::invalid_state, "sim_drive",
+                         std::to_string(remaining) + " engines not done and nothing scheduled");
+    if (std::min(next_timer, next_event) > until)
+      return Error::make(ErrorCode::timed_out, "sim_drive",
+                         std::to_string(remaining) + " engines not done within the bound");
+    if (next_event <= next_timer) {
+      fab.step();
+      ++rep.fabric_steps;
+    } else {
+      fab.run_until(next_timer);
+    }
+  }
+  rep.virtual_end = fab.now();
+  rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return rep;
+}
+
+}  // namespace wireup
