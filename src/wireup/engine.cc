@@ -310,8 +310,14 @@ void Engine::finish_slot(Slot& s) {
   r.device = c.qp() ? c.qp()->device().info().name : std::string();
   r.timings = c.timings();
   r.attempts = s.attempt;
-  s.result = results_.size();
+  s.result = static_cast<uint32_t>(results_.size());
   results_.push_back(std::move(r));
+  passive_failures_.erase(key(s.peer, s.lane));
+  // Keep only what an established connection needs; the state machine goes.
+  s.qp = c.take_qp();
+  s.id = c.take_id();
+  s.id->user_context = &s;
+  graveyard_.push_back(std::move(s.conn));
 }
 
 void Engine::settle_failure(Slot& s) {
@@ -328,7 +334,7 @@ void Engine::fail_slot(Slot& s, const cm::Failure& f) {
   if (s.role == cm::Role::passive) {
     // The peer drives retries of its own pairs; stay ready for its next attempt and report
     // this failure only if nothing better arrives before the deadline.
-    s.last_failure = f;
+    passive_failures_[key(s.peer, s.lane)] = f;
     return;
   }
   if (retryable(f) && s.attempt < opt_.max_attempts) {
@@ -352,7 +358,8 @@ void Engine::give_up(Slot& s, const cm::Failure& f) {
 void Engine::expire() {
   for (auto& [k, s] : slots_) {
     if (s.state == SlotState::established || s.state == SlotState::failed) continue;
-    cm::Failure f = s.last_failure;
+    cm::Failure f;
+    if (auto pf = passive_failures_.find(k); pf != passive_failures_.end()) f = pf->second;
     if (s.conn) {
       release_windows(s);
       graveyard_.push_back(std::move(s.conn));
@@ -440,15 +447,15 @@ std::vector<prov::EventChannel*> Engine::channels() const {
 
 std::unique_ptr<prov::Qp> Engine::take_qp(uint32_t peer, uint32_t lane) {
   auto it = slots_.find(key(peer, lane));
-  if (it == slots_.end() || it->second.state != SlotState::established || !it->second.conn) return nullptr;
+  if (it == slots_.end() || it->second.state != SlotState::established) return nullptr;
   if (it->second.result < results_.size()) results_[it->second.result].qp = nullptr;
-  return it->second.conn->take_qp();
+  return std::move(it->second.qp);
 }
 
 size_t Engine::live_ids() const {
   size_t n = listener_ ? 1 : 0;
   for (auto& [k, s] : slots_)
-    if (s.conn && s.conn->id()) ++n;
+    if ((s.conn && s.conn->id()) || s.id) ++n;
   return n + graveyard_.size();
 }
 

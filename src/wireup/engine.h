@@ -138,18 +138,22 @@ class Engine {
 
  private:
   enum class SlotState : uint8_t { waiting, in_flight, established, failed };
+  // One planned (peer, lane). Kept small: at 10^4 peers x lanes this is most of the engine's
+  // memory. While connecting, `conn` holds the CM state machine; once established it is
+  // dropped and only the id and the QP stay (the id's user_context then points here).
   struct Slot {
     uint32_t peer = 0;
     uint16_t lane = 0;
     cm::Role role = cm::Role::active;
     SlotState state = SlotState::waiting;
-    uint32_t attempt = 0;          // active: attempts made; passive: newest attempt seen
-    Nanos not_before{0};           // active: earliest start of the next attempt
-    Nanos first_start = cm::kUnset;
     bool qp_counted = false;       // holds a place in the QP window
-    cm::Failure last_failure;      // passive: the last half-open attempt's failure
-    size_t result = SIZE_MAX;      // index in results_ once established
+    bool disconnected = false;     // DISCONNECTED seen on the steady channel
+    uint32_t attempt = 0;          // active: attempts made; passive: newest attempt seen
+    uint32_t result = UINT32_MAX;  // index in results_ once established
+    Nanos first_start = cm::kUnset;
     std::unique_ptr<cm::Connection> conn;
+    std::unique_ptr<prov::CmId> id;  // established: declared before qp, destroyed after it
+    std::unique_ptr<prov::Qp> qp;    // established, until the transport takes it
   };
   static uint64_t key(uint32_t peer, uint32_t lane) { return (uint64_t(peer) << 16) | lane; }
 
@@ -190,6 +194,9 @@ class Engine {
   std::vector<uint64_t> start_order_;    // active slots in start order
   size_t next_start_ = 0;
   std::multimap<Nanos, uint64_t> retry_at_;  // active slots waiting out their backoff
+  // Passive pairs whose last half-open attempt failed: reported only if the peer never
+  // succeeds before the deadline (kept apart from Slot: rare, and large).
+  std::unordered_map<uint64_t, cm::Failure> passive_failures_;
   std::deque<uint64_t> qp_waiters_[2];       // slots ready for a QP, per role, in arrival order
   std::vector<std::unique_ptr<cm::Connection>> graveyard_;  // destroyed after the event loop
   std::set<std::string> stranger_sources_logged_;

@@ -43,8 +43,9 @@ void Engine::reject_stranger(prov::CmEvent& ev, RejectCode code, const std::stri
                         code != RejectCode::shutting_down;
   if (identity) ++stats_.strangers;
   stats_.rejects_sent[to_string(code)]++;
-  // Once per source: a flood from one address must not flood the log too.
-  if (stranger_sources_logged_.insert(source + "/" + to_string(code)).second)
+  // Once per source address (not per port: every request comes from a new id and port), so
+  // that a flood from one host cannot flood the log too; the counters keep the full tally.
+  if (stranger_sources_logged_.insert(source.substr(0, source.rfind(':'))).second)
     WIREUP_LOG(warn, "rank %u: rejected request from %s: %s (%s)", opt_.rank, source.c_str(), to_string(code),
                why.c_str());
   WireHeader h;
@@ -59,7 +60,10 @@ void Engine::reject_stranger(prov::CmEvent& ev, RejectCode code, const std::stri
 void Engine::handle_request(prov::CmEvent& ev) {
   // Everything below decides from the private data alone: no QP, no memory, no state is
   // allocated for a request until it is known to come from a planned peer of this job.
-  const std::string source = ev.id->peer_addr().to_string();
+  // The source is the peer's address without its port: every request leaves from a fresh
+  // ephemeral port, so with the port "logged once per source" was once per request.
+  std::string source = ev.id->peer_addr().to_string();
+  source = source.substr(0, source.rfind(':'));
   auto h = decode(ev.private_data);
   if (!h) {
     bool version = ev.private_data.size() > 4 && h.error().detail.rfind("version", 0) == 0;
@@ -101,17 +105,16 @@ void Engine::handle_request(prov::CmEvent& ev) {
 }
 
 void Engine::answer_steady(prov::CmEvent& ev) {
-  auto* conn = static_cast<cm::Connection*>(ev.id ? ev.id->user_context : nullptr);
-  if (conn == nullptr) return;
-  const bool was_up = conn->state() == cm::State::established;
-  conn->on_event(ev);
-  SteadyEvent se{conn->spec().peer, conn->spec().lane, ev.type, ev.status};
-  if (ev.type == CmEventType::disconnected) {
+  // Only established ids live on the steady channel; their context is their slot.
+  auto* s = static_cast<Slot*>(ev.id ? ev.id->user_context : nullptr);
+  if (s == nullptr) return;
+  if (ev.type == CmEventType::disconnected && !s->disconnected) {
+    s->disconnected = true;
     ++stats_.disconnects;
     // Answer the DREQ so the peer's DISCONNECTED does not wait for its DREQ timeout.
-    if (was_up) (void)conn->id()->disconnect();
+    (void)s->id->disconnect();
   }
-  if (steady_cb_) steady_cb_(se);
+  if (steady_cb_) steady_cb_(SteadyEvent{s->peer, s->lane, ev.type, ev.status});
 }
 
 int Engine::drain_steady() {
@@ -129,10 +132,8 @@ int Engine::drain_steady() {
 Status Engine::close(Nanos drain) {
   size_t waiting = 0;
   for (auto& [k, s] : slots_) {
-    if (s.state != SlotState::established || !s.conn) continue;
-    if (s.conn->state() == cm::State::established) {
-      if (Status st = s.conn->disconnect(); st) ++waiting;
-    }
+    if (s.state != SlotState::established || !s.id || s.disconnected) continue;
+    if (Status st = s.id->disconnect(); st) ++waiting;
   }
   const Nanos until = now() + drain;
   size_t seen = 0;
@@ -153,7 +154,11 @@ Status Engine::close(Nanos drain) {
                waiting);
   // Destroy in dependency order: connections (QP, then id), then the listener, then channels.
   graveyard_.clear();
-  for (auto& [k, s] : slots_) s.conn.reset();
+  for (auto& [k, s] : slots_) {
+    s.conn.reset();
+    s.qp.reset();  // a QP the transport did not take goes before its id
+    s.id.reset();
+  }
   listener_.reset();
   if (setup_) {
     while (setup_->get_event()) {
