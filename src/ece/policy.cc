@@ -82,6 +82,9 @@ Decision on_reply(const Policy& p, const std::optional<prov::Ece>& offered, cons
                             "peer vendor " + hex(reply.vendor_id) + " != ours " + hex(offered->vendor_id));
   // The passive side may only narrow our offer; anything beyond it is not in force.
   uint32_t accepted = reply.options & offered->options;
+  // librdmacm's REP always carries the REQ's vendor id with the passive side's options, 0
+  // when it set none: "no ECE there" and "nothing accepted" look the same from here.
+  if (accepted == 0) return missing_required(p, 0, Outcome::unsupported, "peer accepted no ECE option");
   return missing_required(p, accepted, Outcome::negotiated, "accepted " + hex(accepted));
 }
 

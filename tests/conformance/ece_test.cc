@@ -113,3 +113,43 @@ TEST(Conformance, RejectEceGivesStatus35) {
 
 }  // namespace
 }  // namespace wireup::conf
+
+namespace wireup::conf {
+namespace {
+
+// librdmacm builds the REP's ECE from the REQ's vendor id and the passive side's own options:
+// a passive side that sets nothing answers {offered vendor, 0}, not "no ECE".
+TEST(Conformance, ReplyEchoesVendorWhenPassiveSetsNoEce) {
+  WIREUP_REQUIRE_FABRIC(f);
+  auto l = Listener::create(f);
+  ASSERT_TRUE(l) << l.error().message();
+  auto a = Active::resolve(f, l->addr);
+  ASSERT_TRUE(a) << a.error().message();
+  auto aqp = AppQp::create(*a->id->device());
+  ASSERT_TRUE(aqp);
+  ASSERT_TRUE(aqp->to_state(*a->id, prov::QpState::init));
+  ASSERT_TRUE(a->id->set_local_ece({0x15b3, 0x6}));
+  prov::ConnParam cp;
+  cp.qp_num = aqp->qp->qpn();
+  ASSERT_TRUE(a->id->connect(cp));
+  auto req = expect_event(f.provider(0), *l->ch, prov::CmEventType::connect_request);
+  auto pid = std::move(req.new_id);
+  ASSERT_NE(pid, nullptr);
+  auto pqp = AppQp::create(*pid->device());
+  ASSERT_TRUE(pqp);
+  ASSERT_TRUE(pqp->to_state(*pid, prov::QpState::init));
+  ASSERT_TRUE(pqp->to_state(*pid, prov::QpState::rtr));
+  ASSERT_TRUE(pqp->to_state(*pid, prov::QpState::rts));
+  prov::ConnParam ap;
+  ap.qp_num = pqp->qp->qpn();
+  ASSERT_TRUE(pid->accept(ap));  // no set_local_ece on this side
+  req.ack();
+  auto resp = expect_event(f.provider(1), *a->ch, prov::CmEventType::connect_response);
+  auto back = a->id->get_remote_ece();
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->vendor_id, 0x15b3u);
+  EXPECT_EQ(back->options, 0u);
+}
+
+}  // namespace
+}  // namespace wireup::conf

@@ -75,6 +75,11 @@ TEST(EcePolicy, ActiveChecksTheReply) {
   // Required bit dropped by the passive side: the active side refuses.
   EXPECT_TRUE(on_reply(pol(Mode::on, 0, 0x2), offered, prov::Ece{kV, 0x1}).reject);
   EXPECT_EQ(on_reply(pol(Mode::auto_), offered, prov::Ece{kOther, 1}).outcome, Outcome::vendor_mismatch);
+  // The REP echoes our vendor id with options 0 when the passive side negotiated nothing.
+  auto none = on_reply(pol(Mode::auto_), offered, prov::Ece{kV, 0});
+  EXPECT_FALSE(none.reject);
+  EXPECT_EQ(none.outcome, Outcome::unsupported);
+  EXPECT_TRUE(on_reply(pol(Mode::required), offered, prov::Ece{kV, 0}).reject);
 }
 
 TEST(EcePolicy, OffIsDisabledEverywhere) {

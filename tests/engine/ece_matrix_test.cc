@@ -1,0 +1,179 @@
+// The ECE matrix through the engine on the simulated fabric: devices with and without ECE,
+// same and different vendors, every policy, required bits missing on either side.
+// (The rdma provider's side of it — EOPNOTSUPP on rxe, values carried by the CM, reject_ece —
+// is in tests/conformance and the engine's VM tests.)
+#include "tests/engine/sim_engine_fabric.h"
+#include "wireup/sim_drive.h"
+
+namespace wireup::etest {
+namespace {
+
+using namespace std::chrono_literals;
+using prov::sim::SimDeviceSpec;
+
+struct Side {
+  SimDeviceSpec dev = SimDeviceSpec::mlx5();
+  ece::Policy policy{ece::Mode::auto_, 0, 0, 0};
+};
+
+struct Outcome {
+  const ConnResult* active = nullptr;   // rank 0's result (rank 0 initiates in a 2-rank job)
+  const ConnResult* passive = nullptr;  // rank 1's
+  const PeerError* active_error = nullptr;
+};
+
+class EceMatrix : public ::testing::Test {
+ protected:
+  Outcome run(const Side& a, const Side& p) {
+    fab_ = std::make_unique<prov::sim::SimFabric>(prov::sim::SimConfig{});
+    fab_->add_node(prov::sim::SimNodeSpec{{a.dev}});
+    fab_->add_node(prov::sim::SimNodeSpec{{p.dev}});
+    std::vector<Peer> table;
+    for (uint32_t i = 0; i < 2; ++i) {
+      EngineOptions o;
+      o.rank = i;
+      o.nranks = 2;
+      o.job_key = 9;
+      o.listen_addr = fab_->address(i);
+      o.ece = i == 0 ? a.policy : p.policy;
+      o.wireup_timeout = 30s;
+      o.max_attempts = 2;
+      factories_[i] = std::make_unique<qp::DefaultQpFactory>(prov::QpCaps{8, 8, 1, 1, 0}, 64);
+      auto e = Engine::create(fab_->provider(i), o, factories_[i]->hook());
+      EXPECT_TRUE(e) << e.error().message();
+      engines_[i] = std::move(e).value();
+      table.push_back(Peer{i, engines_[i]->local_address()});
+    }
+    for (auto& e : engines_) {
+      EXPECT_TRUE(e->set_peers(table));
+      EXPECT_TRUE(e->start());
+    }
+    auto r = sim_drive(*fab_, {engines_[0].get(), engines_[1].get()}, 120s);
+    EXPECT_TRUE(r) << r.error().message();
+    Outcome out;
+    if (!engines_[0]->results().empty()) out.active = &engines_[0]->results()[0];
+    if (!engines_[1]->results().empty()) out.passive = &engines_[1]->results()[0];
+    if (!engines_[0]->errors().empty()) out.active_error = &engines_[0]->errors()[0];
+    return out;
+  }
+  void TearDown() override {
+    for (auto& e : engines_) e.reset();
+    for (auto& f : factories_) f.reset();
+  }
+  std::unique_ptr<prov::sim::SimFabric> fab_;
+  std::unique_ptr<qp::DefaultQpFactory> factories_[2];
+  std::unique_ptr<Engine> engines_[2];
+};
+
+SimDeviceSpec vendor(uint32_t v, uint32_t options) {
+  SimDeviceSpec d = SimDeviceSpec::mlx5();
+  d.vendor_id = v;
+  d.ece_options = options;
+  return d;
+}
+
+TEST_F(EceMatrix, SameVendorNegotiatesTheIntersection) {
+  Side a, p;
+  a.dev = vendor(0x15b3, 0x7);
+  p.dev = vendor(0x15b3, 0x5);  // the passive device masks bit 1
+  auto o = run(a, p);
+  ASSERT_TRUE(o.active && o.passive);
+  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::negotiated);
+  EXPECT_EQ(o.passive->ece.outcome, ece::Outcome::negotiated);
+  EXPECT_EQ(o.active->ece.accepted, 0x5u);
+  EXPECT_EQ(o.passive->ece.accepted, 0x5u);
+  EXPECT_EQ(o.passive->ece.remote, (prov::Ece{0x15b3, 0x7})) << "the passive side saw the offer";
+  EXPECT_EQ(o.active->ece.remote, (prov::Ece{0x15b3, 0x5})) << "the active side saw the answer";
+}
+
+TEST_F(EceMatrix, WantedMaskNarrowsTheOffer) {
+  Side a, p;
+  a.policy.mode = ece::Mode::on;
+  a.policy.wanted = 0x1;
+  auto o = run(a, p);
+  ASSERT_TRUE(o.active && o.passive);
+  EXPECT_EQ(o.passive->ece.remote.options, 0x1u);
+  EXPECT_EQ(o.active->ece.accepted, 0x1u);
+}
+
+TEST_F(EceMatrix, DifferentVendorsConnectWithoutOptions) {
+  Side a, p;
+  a.dev = vendor(0x15b3, 0x7);
+  p.dev = vendor(0x8086, 0x7);
+  auto o = run(a, p);
+  ASSERT_TRUE(o.active && o.passive);
+  EXPECT_EQ(o.passive->ece.outcome, ece::Outcome::vendor_mismatch);
+  EXPECT_EQ(o.passive->ece.accepted, 0u);
+  // The REP echoes the REQ's vendor id with options 0: nothing is in force.
+  EXPECT_EQ(o.active->ece.remote, (prov::Ece{0x15b3, 0}));
+  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::unsupported);
+}
+
+TEST_F(EceMatrix, PassiveWithoutEceGoesOnInAuto) {
+  Side a, p;
+  p.dev = SimDeviceSpec::rxe();
+  auto o = run(a, p);
+  ASSERT_TRUE(o.active && o.passive);
+  EXPECT_EQ(o.passive->ece.outcome, ece::Outcome::unsupported);
+  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::unsupported);
+}
+
+TEST_F(EceMatrix, ActiveWithoutEceSendsNone) {
+  Side a, p;
+  a.dev = SimDeviceSpec::rxe();
+  auto o = run(a, p);
+  ASSERT_TRUE(o.active && o.passive);
+  EXPECT_EQ(o.passive->ece.remote.vendor_id, 0u);
+  EXPECT_EQ(o.passive->ece.outcome, ece::Outcome::unsupported);
+  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::unsupported);
+}
+
+TEST_F(EceMatrix, OffIsDisabled) {
+  Side a, p;
+  a.policy.mode = ece::Mode::off;
+  p.policy.mode = ece::Mode::off;
+  auto o = run(a, p);
+  ASSERT_TRUE(o.active && o.passive);
+  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::disabled);
+  EXPECT_EQ(o.passive->ece.outcome, ece::Outcome::disabled);
+}
+
+TEST_F(EceMatrix, PassiveRequiredBitMissingIsRejected35AtTheActiveSide) {
+  Side a, p;
+  p.policy.required = 0x8;  // a bit no device has
+  p.dev = vendor(0x15b3, 0xf);
+  a.dev = vendor(0x15b3, 0x7);
+  auto o = run(a, p);
+  EXPECT_FALSE(o.active);
+  EXPECT_FALSE(o.passive);
+  ASSERT_TRUE(o.active_error);
+  EXPECT_EQ(o.active_error->failure.kind, cm::FailKind::rejected);
+  EXPECT_EQ(o.active_error->failure.status, prov::reject_reason::vendor_option);
+  EXPECT_EQ(o.active_error->attempts, 1u) << "an ECE refusal is not retried";
+}
+
+TEST_F(EceMatrix, ActiveRequiredBitDroppedByThePassiveSideIsRefused) {
+  Side a, p;
+  a.dev = vendor(0x15b3, 0x7);
+  a.policy.required = 0x4;
+  p.dev = vendor(0x15b3, 0x3);  // cannot accept bit 2
+  auto o = run(a, p);
+  EXPECT_FALSE(o.active);
+  ASSERT_TRUE(o.active_error);
+  EXPECT_EQ(o.active_error->failure.kind, cm::FailKind::ece_rejected);
+  EXPECT_NE(o.active_error->failure.describe().find("0x4"), std::string::npos) << o.active_error->describe();
+}
+
+TEST_F(EceMatrix, RequiredModeWithoutEceFailsLoudly) {
+  Side a, p;
+  a.policy.mode = ece::Mode::required;
+  a.dev = SimDeviceSpec::rxe();
+  auto o = run(a, p);
+  EXPECT_FALSE(o.active);
+  ASSERT_TRUE(o.active_error);
+  EXPECT_EQ(o.active_error->failure.kind, cm::FailKind::local_error);
+  EXPECT_NE(o.active_error->failure.describe().find("required"), std::string::npos) << o.active_error->describe();
+}
+
+}  // namespace
+}  // namespace wireup::etest
