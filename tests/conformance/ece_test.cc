@@ -5,7 +5,6 @@ namespace wireup::conf {
 namespace {
 
 using prov::CmEventType;
-using prov::QpState;
 
 constexpr uint32_t kMellanox = 0x15b3;  // PCI vendor id used as the ECE vendor id
 
@@ -13,40 +12,42 @@ TEST(Conformance, EceCarriedOnRequestAndReply) {
   WIREUP_REQUIRE_FABRIC(f);
   auto l = Listener::create(f);
   ASSERT_TRUE(l) << l.error().message();
-  auto a = Active::resolve(f, l->addr);
-  ASSERT_TRUE(a) << a.error().message();
-  auto aqp = AppQp::create(*a->id->device());
-  ASSERT_TRUE(aqp);
-  ASSERT_TRUE(aqp->to_state(*a->id, QpState::init));
-  ASSERT_TRUE(a->id->set_local_ece({kMellanox, 0x3}));
-  prov::ConnParam cp;
-  cp.qp_num = aqp->qp->qpn();
-  ASSERT_TRUE(a->id->connect(cp));
-
-  auto req = expect_event(f.provider(0), *l->ch, CmEventType::connect_request);
-  auto pid = std::move(req.new_id);
-  ASSERT_NE(pid, nullptr);
-  auto remote = pid->get_remote_ece();
+  auto r = Requested::send(f, l->addr, prov::Ece{kMellanox, 0x3});
+  ASSERT_TRUE(r) << r.error().message();
+  auto in = Incoming::take(f, *l);
+  ASSERT_TRUE(in) << in.error().message();
+  auto remote = in->id->get_remote_ece();
   ASSERT_TRUE(remote) << remote.error().message();
   EXPECT_EQ(remote->vendor_id, kMellanox);
   EXPECT_EQ(remote->options, 0x3u);
+  ASSERT_TRUE(in->ready());
+  ASSERT_TRUE(in->id->set_local_ece({kMellanox, 0x1}));  // the accepted subset
+  ASSERT_TRUE(in->accept());
 
-  auto pqp = AppQp::create(*pid->device());
-  ASSERT_TRUE(pqp);
-  ASSERT_TRUE(pqp->to_state(*pid, QpState::init));
-  ASSERT_TRUE(pqp->to_state(*pid, QpState::rtr));
-  ASSERT_TRUE(pqp->to_state(*pid, QpState::rts));
-  ASSERT_TRUE(pid->set_local_ece({kMellanox, 0x1}));  // the accepted subset
-  prov::ConnParam ap;
-  ap.qp_num = pqp->qp->qpn();
-  ASSERT_TRUE(pid->accept(ap));
-  req.ack();
-
-  auto resp = expect_event(f.provider(1), *a->ch, CmEventType::connect_response);
-  auto back = a->id->get_remote_ece();
+  auto resp = expect_event(f.provider(1), *r->active.ch, CmEventType::connect_response);
+  auto back = r->active.id->get_remote_ece();
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_EQ(back->vendor_id, kMellanox);
   EXPECT_EQ(back->options, 0x1u);
+}
+
+// librdmacm builds the REP's ECE from the REQ's vendor id and the passive side's own options:
+// a passive side that sets nothing answers {offered vendor, 0}, not "no ECE".
+TEST(Conformance, ReplyEchoesVendorWhenPassiveSetsNoEce) {
+  WIREUP_REQUIRE_FABRIC(f);
+  auto l = Listener::create(f);
+  ASSERT_TRUE(l) << l.error().message();
+  auto r = Requested::send(f, l->addr, prov::Ece{kMellanox, 0x6});
+  ASSERT_TRUE(r) << r.error().message();
+  auto in = Incoming::take(f, *l);
+  ASSERT_TRUE(in) << in.error().message();
+  ASSERT_TRUE(in->ready());
+  ASSERT_TRUE(in->accept());  // no set_local_ece on this side
+  auto resp = expect_event(f.provider(1), *r->active.ch, CmEventType::connect_response);
+  auto back = r->active.id->get_remote_ece();
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->vendor_id, kMellanox);
+  EXPECT_EQ(back->options, 0u);
 }
 
 TEST(Conformance, SetLocalEceWithVendorZeroIsEinval) {
@@ -92,63 +93,15 @@ TEST(Conformance, RejectEceGivesStatus35) {
   WIREUP_REQUIRE_FABRIC(f);
   auto l = Listener::create(f);
   ASSERT_TRUE(l) << l.error().message();
-  auto a = Active::resolve(f, l->addr);
-  ASSERT_TRUE(a) << a.error().message();
-  auto aqp = AppQp::create(*a->id->device());
-  ASSERT_TRUE(aqp);
-  ASSERT_TRUE(aqp->to_state(*a->id, QpState::init));
-  ASSERT_TRUE(a->id->set_local_ece({kMellanox, 0x4}));
-  prov::ConnParam cp;
-  cp.qp_num = aqp->qp->qpn();
-  ASSERT_TRUE(a->id->connect(cp));
-  auto req = expect_event(f.provider(0), *l->ch, CmEventType::connect_request);
-  auto pid = std::move(req.new_id);
-  ASSERT_NE(pid, nullptr);
+  auto r = Requested::send(f, l->addr, prov::Ece{kMellanox, 0x4});
+  ASSERT_TRUE(r) << r.error().message();
+  auto in = Incoming::take(f, *l);
+  ASSERT_TRUE(in) << in.error().message();
   const uint8_t why[] = {'e', 'c', 'e'};
-  ASSERT_TRUE(pid->reject_ece(why));
-  req.ack();
-  auto rej = expect_event(f.provider(1), *a->ch, CmEventType::rejected);
+  ASSERT_TRUE(in->id->reject_ece(why));
+  in->req.ack();
+  auto rej = expect_event(f.provider(1), *r->active.ch, CmEventType::rejected);
   EXPECT_EQ(rej.status, prov::reject_reason::vendor_option);
-}
-
-}  // namespace
-}  // namespace wireup::conf
-
-namespace wireup::conf {
-namespace {
-
-// librdmacm builds the REP's ECE from the REQ's vendor id and the passive side's own options:
-// a passive side that sets nothing answers {offered vendor, 0}, not "no ECE".
-TEST(Conformance, ReplyEchoesVendorWhenPassiveSetsNoEce) {
-  WIREUP_REQUIRE_FABRIC(f);
-  auto l = Listener::create(f);
-  ASSERT_TRUE(l) << l.error().message();
-  auto a = Active::resolve(f, l->addr);
-  ASSERT_TRUE(a) << a.error().message();
-  auto aqp = AppQp::create(*a->id->device());
-  ASSERT_TRUE(aqp);
-  ASSERT_TRUE(aqp->to_state(*a->id, prov::QpState::init));
-  ASSERT_TRUE(a->id->set_local_ece({0x15b3, 0x6}));
-  prov::ConnParam cp;
-  cp.qp_num = aqp->qp->qpn();
-  ASSERT_TRUE(a->id->connect(cp));
-  auto req = expect_event(f.provider(0), *l->ch, prov::CmEventType::connect_request);
-  auto pid = std::move(req.new_id);
-  ASSERT_NE(pid, nullptr);
-  auto pqp = AppQp::create(*pid->device());
-  ASSERT_TRUE(pqp);
-  ASSERT_TRUE(pqp->to_state(*pid, prov::QpState::init));
-  ASSERT_TRUE(pqp->to_state(*pid, prov::QpState::rtr));
-  ASSERT_TRUE(pqp->to_state(*pid, prov::QpState::rts));
-  prov::ConnParam ap;
-  ap.qp_num = pqp->qp->qpn();
-  ASSERT_TRUE(pid->accept(ap));  // no set_local_ece on this side
-  req.ack();
-  auto resp = expect_event(f.provider(1), *a->ch, prov::CmEventType::connect_response);
-  auto back = a->id->get_remote_ece();
-  ASSERT_TRUE(back) << back.error().message();
-  EXPECT_EQ(back->vendor_id, 0x15b3u);
-  EXPECT_EQ(back->options, 0u);
 }
 
 }  // namespace

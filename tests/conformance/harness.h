@@ -115,3 +115,29 @@ struct PairOptions {
 Result<Pair> connect_pair(TestFabric& f, Listener& l, const PairOptions& o = {});
 
 }  // namespace wireup::conf
+
+namespace wireup::conf {
+
+// The active side of one connection with its REQ sent: resolved, QP at INIT, optional ECE
+// offer and private data, rdma_connect with qp_num and no QP on the id.
+struct Requested {
+  Active active;
+  AppQp qp;
+  static Result<Requested> send(TestFabric& f, const prov::SockAddr& dst,
+                                std::optional<prov::Ece> ece = std::nullopt,
+                                std::vector<uint8_t> private_data = {});
+};
+
+// The passive side of one request: the CONNECT_REQUEST (still un-acked) and its new id.
+struct Incoming {
+  prov::CmEvent req;
+  std::unique_ptr<prov::CmId> id;
+  AppQp qp;
+  static Result<Incoming> take(TestFabric& f, Listener& l);
+  // A QP on the id's device, driven INIT -> RTR -> RTS by rdma_init_qp_attr.
+  Status ready();
+  // rdma_accept with qp_num (and private data), then the request's ack.
+  Status accept(std::vector<uint8_t> private_data = {});
+};
+
+}  // namespace wireup::conf

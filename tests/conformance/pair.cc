@@ -82,3 +82,54 @@ Result<Pair> connect_pair(TestFabric& f, Listener& l, const PairOptions& o) {
 }
 
 }  // namespace wireup::conf
+
+namespace wireup::conf {
+
+Result<Requested> Requested::send(TestFabric& f, const prov::SockAddr& dst, std::optional<prov::Ece> ece,
+                                  std::vector<uint8_t> private_data) {
+  Requested r;
+  auto a = Active::resolve(f, dst);
+  if (!a) return a.error();
+  r.active = std::move(a).value();
+  auto qp = AppQp::create(*r.active.id->device());
+  if (!qp) return qp.error();
+  r.qp = std::move(qp).value();
+  WIREUP_TRY(r.qp.to_state(*r.active.id, prov::QpState::init));
+  if (ece) WIREUP_TRY(r.active.id->set_local_ece(*ece));
+  prov::ConnParam cp;
+  cp.qp_num = r.qp.qp->qpn();
+  cp.private_data = std::move(private_data);
+  WIREUP_TRY(r.active.id->connect(cp));
+  return r;
+}
+
+Result<Incoming> Incoming::take(TestFabric& f, Listener& l) {
+  auto ev = next_event(f.provider(0), *l.ch);
+  if (!ev) return ev.error();
+  if (ev->type != prov::CmEventType::connect_request)
+    return Error::make(ErrorCode::protocol_error, "CONNECT_REQUEST", "unexpected " + ev->describe());
+  Incoming in;
+  in.id = std::move(ev->new_id);
+  in.req = std::move(ev).value();
+  if (!in.id) return Error::make(ErrorCode::protocol_error, "CONNECT_REQUEST", "no new id");
+  return in;
+}
+
+Status Incoming::ready() {
+  auto qp_r = AppQp::create(*id->device());
+  if (!qp_r) return qp_r.error();
+  qp = std::move(qp_r).value();
+  for (auto s : {prov::QpState::init, prov::QpState::rtr, prov::QpState::rts}) WIREUP_TRY(qp.to_state(*id, s));
+  return Status::ok();
+}
+
+Status Incoming::accept(std::vector<uint8_t> private_data) {
+  prov::ConnParam ap;
+  ap.qp_num = qp.qp->qpn();
+  ap.private_data = std::move(private_data);
+  WIREUP_TRY(id->accept(ap));
+  req.ack();
+  return Status::ok();
+}
+
+}  // namespace wireup::conf

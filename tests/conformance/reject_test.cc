@@ -5,27 +5,19 @@ namespace wireup::conf {
 namespace {
 
 using prov::CmEventType;
-using prov::QpState;
 
 TEST(Conformance, RejectWithPrivateDataGivesStatus28) {
   WIREUP_REQUIRE_FABRIC(f);
   auto l = Listener::create(f);
   ASSERT_TRUE(l) << l.error().message();
-  auto a = Active::resolve(f, l->addr);
-  ASSERT_TRUE(a) << a.error().message();
-  auto aqp = AppQp::create(*a->id->device());
-  ASSERT_TRUE(aqp);
-  ASSERT_TRUE(aqp->to_state(*a->id, QpState::init));
-  prov::ConnParam cp;
-  cp.qp_num = aqp->qp->qpn();
-  ASSERT_TRUE(a->id->connect(cp));
-  auto req = expect_event(f.provider(0), *l->ch, CmEventType::connect_request);
-  auto pid = std::move(req.new_id);
-  ASSERT_NE(pid, nullptr);
+  auto r = Requested::send(f, l->addr);
+  ASSERT_TRUE(r) << r.error().message();
+  auto in = Incoming::take(f, *l);
+  ASSERT_TRUE(in) << in.error().message();
   const std::string why = "stranger: wrong job key";
-  ASSERT_TRUE(pid->reject({reinterpret_cast<const uint8_t*>(why.data()), why.size()}));
-  req.ack();
-  auto rej = expect_event(f.provider(1), *a->ch, CmEventType::rejected);
+  ASSERT_TRUE(in->id->reject({reinterpret_cast<const uint8_t*>(why.data()), why.size()}));
+  in->req.ack();
+  auto rej = expect_event(f.provider(1), *r->active.ch, CmEventType::rejected);
   EXPECT_EQ(rej.status, prov::reject_reason::consumer);
   ASSERT_GE(rej.private_data.size(), why.size());
   EXPECT_EQ(std::string(rej.private_data.begin(), rej.private_data.begin() + why.size()), why);
@@ -43,15 +35,9 @@ TEST(Conformance, ConnectWhereNothingListens) {
     ASSERT_TRUE(l) << l.error().message();
     dst = l->addr;
   }
-  auto a = Active::resolve(f, dst);
-  ASSERT_TRUE(a) << a.error().message();
-  auto aqp = AppQp::create(*a->id->device());
-  ASSERT_TRUE(aqp);
-  ASSERT_TRUE(aqp->to_state(*a->id, QpState::init));
-  prov::ConnParam cp;
-  cp.qp_num = aqp->qp->qpn();
-  ASSERT_TRUE(a->id->connect(cp));
-  auto ev = next_event(f.provider(1), *a->ch, std::chrono::seconds(30));
+  auto r = Requested::send(f, dst);
+  ASSERT_TRUE(r) << r.error().message();
+  auto ev = next_event(f.provider(1), *r->active.ch, std::chrono::seconds(30));
   ASSERT_TRUE(ev) << ev.error().message();
   RecordProperty("no_listener_event", prov::to_string(ev->type));
   RecordProperty("no_listener_status", ev->status);
