@@ -1,0 +1,265 @@
+// Google Benchmark suites for the engine (issue #7). Every figure that is a claim comes with
+// its baseline measured in the same run:
+//  - EngineVsMesh: CPU per connection of the engine against SimMesh, the minimal driver that
+//    makes the same provider calls (resolve, QP, INIT/RTR/RTS, connect/accept/establish) with
+//    no policy at all, on the zero latency model; the difference is the engine's overhead.
+//  - Bytes per connection: live heap after wireup, engine job against mesh job.
+//  - HubPeers / HubScaling: one rank wiring P peers, projected (virtual) time on the VM-
+//    measured latency model, and T(4096)/T(512).
+//  - AllToAllProjected: N virtual ranks all-to-all, projected wireup time against a critical-
+//    path lower bound computed from the same latency model.
+//  - Ece / PrivateData: the pure functions on the per-connection path.
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+#include "ece/policy.h"
+#include "provider/sim/fabric.h"
+#include "provider/sim/mesh.h"
+#include "qp/factory.h"
+#include "wireup/engine.h"
+#include "wireup/plan.h"
+#include "wireup/private_data.h"
+#include "wireup/sim_drive.h"
+
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+namespace {
+std::atomic<int64_t> g_live{0};
+}  // namespace
+
+// Live heap bytes, counted by replacing the global allocation functions of this binary.
+void* operator new(size_t n) {
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  g_live.fetch_add(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+  return p;
+}
+void operator delete(void* p) noexcept {
+  if (p == nullptr) return;
+  g_live.fetch_sub(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept { operator delete(p); }
+
+namespace wireup {
+namespace {
+
+using namespace std::chrono_literals;
+using prov::sim::LatencyModel;
+using prov::sim::SimConfig;
+using prov::sim::SimFabric;
+
+double cpu_s() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+struct EngineJob {
+  std::vector<std::unique_ptr<qp::DefaultQpFactory>> factories;
+  std::vector<std::unique_ptr<Engine>> engines;
+  ~EngineJob() { engines.clear(); }  // QPs before the factories' PDs and CQs
+};
+
+// n ranks on nodes 0..n-1 of `fab`; `peers_of(i)` = the ranks i knows (all, by default).
+std::unique_ptr<EngineJob> make_job(SimFabric& fab, uint32_t n, uint32_t lanes, bool hub = false) {
+  auto job = std::make_unique<EngineJob>();
+  std::vector<Peer> table;
+  for (uint32_t i = 0; i < n; ++i) {
+    EngineOptions o;
+    o.rank = i;
+    o.nranks = n;
+    o.lanes = lanes;
+    o.job_key = 0xb0b;
+    o.listen_addr = fab.address(i);
+    o.wireup_timeout = 3600s;
+    job->factories.push_back(std::make_unique<qp::DefaultQpFactory>(prov::QpCaps{8, 8, 1, 1, 0}, 64));
+    auto e = Engine::create(fab.provider(i), o, job->factories.back()->hook());
+    if (!e) std::abort();
+    table.push_back(Peer{i, (*e)->local_address()});
+    job->engines.push_back(std::move(e).value());
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    Status s = (hub && i != 0) ? job->engines[i]->set_peers(std::vector<Peer>{table[0], table[i]})
+                               : job->engines[i]->set_peers(table);
+    if (!s || !job->engines[i]->start()) std::abort();
+  }
+  return job;
+}
+
+SimDriveReport run(SimFabric& fab, EngineJob& job) {
+  std::vector<Engine*> v;
+  for (auto& e : job.engines) v.push_back(e.get());
+  auto r = sim_drive(fab, v, 36000s);
+  if (!r) {
+    std::fprintf(stderr, "sim_drive: %s\n", r.error().message().c_str());
+    std::abort();
+  }
+  return *r;
+}
+
+void add_nodes(SimFabric& fab, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) fab.add_node();
+}
+
+// The same all-to-all pairs as the engine's plan, through SimMesh.
+uint64_t mesh_all_to_all(SimFabric& fab, prov::sim::SimMesh& mesh, uint32_t n) {
+  uint64_t planned = 0;
+  if (!mesh.listen_all()) std::abort();
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t j = 0; j < n; ++j)
+      if (plan::initiates(i, j, n)) {
+        if (!mesh.connect(i, j)) std::abort();
+        ++planned;
+      }
+  auto rep = mesh.run(fab.now() + 36000s);
+  if (rep.established != planned) std::abort();
+  return planned;
+}
+
+void BM_EngineVsMesh(benchmark::State& state) {
+  const uint32_t n = static_cast<uint32_t>(state.range(0));
+  const double conns = double(n) * (n - 1) / 2;
+  double mesh_cpu = 0, engine_cpu = 0;
+  int64_t mesh_bytes = 0, engine_bytes = 0;
+  for (auto _ : state) {
+    {
+      SimConfig cfg;
+      cfg.latency = LatencyModel::zero();
+      const int64_t b0 = g_live.load();
+      const double t0 = cpu_s();
+      SimFabric fab(cfg);
+      add_nodes(fab, n);
+      prov::sim::SimMesh mesh(fab);
+      mesh_all_to_all(fab, mesh, n);
+      mesh_cpu += cpu_s() - t0;
+      mesh_bytes = g_live.load() - b0;
+    }
+    {
+      SimConfig cfg;
+      cfg.latency = LatencyModel::zero();
+      const int64_t b0 = g_live.load();
+      const double t0 = cpu_s();
+      SimFabric fab(cfg);
+      add_nodes(fab, n);
+      auto job = make_job(fab, n, 1);
+      run(fab, *job);
+      engine_cpu += cpu_s() - t0;
+      engine_bytes = g_live.load() - b0;
+    }
+  }
+  const double it = double(state.iterations());
+  state.counters["connections"] = conns;
+  state.counters["mesh_us_per_conn"] = mesh_cpu / it / conns * 1e6;
+  state.counters["engine_us_per_conn"] = engine_cpu / it / conns * 1e6;
+  state.counters["overhead_us_per_conn"] = (engine_cpu - mesh_cpu) / it / conns * 1e6;
+  state.counters["engine_over_mesh"] = engine_cpu / mesh_cpu;
+  // Per connection = per pair; each pair has two endpoints (one per rank).
+  state.counters["mesh_bytes_per_conn"] = double(mesh_bytes) / conns;
+  state.counters["engine_bytes_per_conn"] = double(engine_bytes) / conns;
+  state.counters["overhead_bytes_per_conn"] = double(engine_bytes - mesh_bytes) / conns;
+}
+BENCHMARK(BM_EngineVsMesh)->Arg(32)->Arg(64)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+Nanos hub_time(uint32_t peers) {
+  SimConfig cfg;
+  cfg.latency = LatencyModel::rxe_vm();
+  SimFabric fab(cfg);
+  add_nodes(fab, peers + 1);
+  auto job = make_job(fab, peers + 1, 1, true);
+  const Nanos t0 = fab.now();
+  run(fab, *job);
+  return fab.now() - t0;
+}
+
+void BM_HubPeers(benchmark::State& state) {
+  const uint32_t peers = static_cast<uint32_t>(state.range(0));
+  Nanos t{0};
+  for (auto _ : state) t = hub_time(peers);
+  state.counters["peers"] = peers;
+  state.counters["projected_s"] = t.count() / 1e9;
+  state.counters["projected_us_per_peer"] = t.count() / 1e3 / peers;
+}
+BENCHMARK(BM_HubPeers)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+void BM_HubScaling(benchmark::State& state) {
+  double ratio = 0;
+  for (auto _ : state) ratio = double(hub_time(4096).count()) / double(hub_time(512).count());
+  state.counters["T4096_over_T512"] = ratio;  // target <= 8.5 (linear would be 8)
+}
+BENCHMARK(BM_HubScaling)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// A lower bound for an all-to-all of n ranks on model m: the busiest rank's serialized CPU
+// (events it must handle, QP creations and modifies it must make) or one connection's latency
+// chain, whichever is longer.
+Nanos critical_path_bound(const LatencyModel& m, uint32_t n) {
+  const int64_t pairs = n - 1;
+  const int64_t active = pairs / 2 + pairs % 2, passive = pairs - active;
+  // Active: ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_RESPONSE; passive: CONNECT_REQUEST, ESTABLISHED.
+  Nanos cpu = (3 * active + 2 * passive) * m.cpu_per_event + pairs * (m.create_qp + 3 * m.modify_qp) +
+              active * m.create_id;
+  Nanos chain = m.resolve_addr + m.resolve_route + 2 * m.create_qp + 6 * m.modify_qp + 3 * m.cm_message +
+                5 * m.cpu_per_event;
+  return std::max(cpu, chain);
+}
+
+void BM_AllToAllProjected(benchmark::State& state) {
+  const uint32_t n = static_cast<uint32_t>(state.range(0));
+  SimDriveReport rep;
+  Nanos bound{0};
+  for (auto _ : state) {
+    SimConfig cfg;
+    cfg.latency = LatencyModel::rxe_vm();
+    bound = critical_path_bound(cfg.latency, n);
+    SimFabric fab(cfg);
+    add_nodes(fab, n);
+    auto job = make_job(fab, n, 1);
+    rep = run(fab, *job);
+  }
+  state.counters["ranks"] = n;
+  state.counters["connections"] = double(n) * (n - 1) / 2;
+  state.counters["projected_s"] = rep.virtual_end.count() / 1e9;
+  state.counters["bound_s"] = bound.count() / 1e9;
+  state.counters["projected_over_bound"] = double(rep.virtual_end.count()) / double(bound.count());
+  state.counters["sim_wall_s"] = rep.wall_s;
+}
+BENCHMARK(BM_AllToAllProjected)->Arg(64)->Arg(128)->Arg(256)->Arg(512)->Arg(1024)
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
+
+void BM_EceNegotiation(benchmark::State& state) {
+  ece::Policy p{ece::Mode::auto_, 0, 0, 0};
+  prov::Ece dev{0x15b3, 0x7}, offer{0x15b3, 0x3};
+  for (auto _ : state) {
+    auto o = ece::offer(p, dev);
+    auto d = ece::on_request(p, dev, offer);
+    auto r = ece::on_reply(p, o, prov::Ece{0x15b3, d.accepted});
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_EceNegotiation);
+
+void BM_PrivateDataCodec(benchmark::State& state) {
+  WireHeader h;
+  h.job_key = 0x1234;
+  h.src_rank = 17;
+  h.dst_rank = 4000;
+  h.lane = 3;
+  h.attempt = 2;
+  for (auto _ : state) {
+    auto b = encode(h);
+    auto d = decode(b);
+    benchmark::DoNotOptimize(d);
+  }
+}
+BENCHMARK(BM_PrivateDataCodec);
+
+}  // namespace
+}  // namespace wireup
+
+BENCHMARK_MAIN();
