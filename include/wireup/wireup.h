@@ -201,7 +201,8 @@ wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* para
  *
  * buf  receives up to *len bytes; len: in, the capacity of buf; out, the bytes written (or,
  *      with WIREUP_ERR_BUFFER_TOO_SMALL, the bytes needed). Never more than WIREUP_ADDRESS_MAX.
- * Errors: WIREUP_ERR_INVALID_ARGUMENT, WIREUP_ERR_BUFFER_TOO_SMALL.
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT, WIREUP_ERR_BUFFER_TOO_SMALL; WIREUP_ERR_INVALID_STATE
+ *         once wireup is done (the listener is closed then: publish the address before).
  */
 wireup_status_t wireup_local_address(const wireup_t* w, uint8_t* buf, size_t* len);
 
@@ -236,8 +237,9 @@ wireup_status_t wireup_progress(wireup_t* w, int* work_done);
 
 /*
  * wireup_fd -- one pollable fd for the transport's event loop: readable (POLLIN) when
- * wireup_progress() has work (a CM event, a retry or the deadline due). It is an epoll fd
- * owned by the handle; do not read or close it. It stays the same fd for the handle's life.
+ * wireup_progress() has work (a CM event, a retry or the deadline due), and stays readable
+ * until wireup_progress() has handled it (level-triggered). It is an epoll fd owned by the
+ * handle; do not read or close it. It stays the same fd for the handle's life.
  * Returns -1 if w is NULL.
  */
 int wireup_fd(const wireup_t* w);

@@ -20,7 +20,8 @@ qp::QpFactory make_factory(wireup_t* w) {
     ibv_qp* qp = nullptr;
     if (int rc = w->create_qp(w->arg, &req, &qp); rc != 0)
       return Error::from_errno("QP factory", rc > 0 ? rc : EINVAL,
-                               "the transport's factory failed" + std::string(rc < 0 ? " (returned a negative value)" : ""))
+                               rc > 0 ? "the transport's factory failed"
+                                      : "the transport's factory failed (with a negative value, not an errno)")
           .with_peer(who(r));
     if (qp == nullptr)
       return Error::make(ErrorCode::invalid_argument, "QP factory", "the transport's factory returned 0 but no QP")

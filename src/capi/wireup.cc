@@ -91,7 +91,8 @@ wireup_status_t wireup_set_peers(wireup_t* w, const wireup_peer_t* peers, size_t
       if (peers[i].address == nullptr && peers[i].address_len > 0)
         return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn,
                     "entry " + std::to_string(i) + " (rank " + std::to_string(peers[i].rank) + "): address is NULL");
-      table.push_back(Peer{peers[i].rank, std::vector<uint8_t>(peers[i].address, peers[i].address + peers[i].address_len)});
+      const uint8_t* a = peers[i].address;
+      table.push_back(Peer{peers[i].rank, std::vector<uint8_t>(a, a + peers[i].address_len)});
     }
     if (Status s = w->engine->set_peers(table); !s) return fail(&w->last_error, fn, s.error());
     w->peers_set = true;

@@ -101,7 +101,8 @@ TEST(CapiVm, TwoRanksConnectTalkAndKeepTheirQps) {
     for (const auto& r : r0) remote_of[r.local_qpn] = r.remote_qpn;
     for (const auto& r : r1) remote_of[r.local_qpn] = r.remote_qpn;
     size_t done = 0;
-    for (auto until = std::chrono::steady_clock::now() + 30s; done < 2 * kept.size() && std::chrono::steady_clock::now() < until;) {
+    const auto cq_until = std::chrono::steady_clock::now() + 30s;
+    while (done < 2 * kept.size() && std::chrono::steady_clock::now() < cq_until) {
       ibv_wc wc[8];
       int n = ibv_poll_cq(t.cq, 8, wc);
       for (int k = 0; k < n; ++k, ++done) {
@@ -122,7 +123,8 @@ TEST(CapiVm, TwoRanksConnectTalkAndKeepTheirQps) {
       EXPECT_STREQ(ev->name, ev->type == WIREUP_EVENT_DISCONNECTED ? "DISCONNECTED" : ev->name);
     }, &disconnects), WIREUP_OK);
     wireup_destroy(w0);
-    for (auto until = std::chrono::steady_clock::now() + 20s; disconnects < 2 && std::chrono::steady_clock::now() < until;) {
+    const auto ev_until = std::chrono::steady_clock::now() + 20s;
+    while (disconnects < 2 && std::chrono::steady_clock::now() < ev_until) {
       ASSERT_EQ(wireup_progress(w1, nullptr), WIREUP_OK) << wireup_last_error(w1);
       pollfd p{wireup_fd(w1), POLLIN, 0};
       poll(&p, 1, 100);
@@ -204,11 +206,13 @@ TEST(CapiVm, MisuseIsAnsweredInCallOrder) {
   wireup_t* w = nullptr;
   wireup_params_t p{0, 0, 1, kKey, nullptr};
   EXPECT_EQ(wireup_create(ctx, &p, &Transport::create, &t, &w), WIREUP_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(wireup_last_error(nullptr)).find("nranks is 0"), std::string::npos) << wireup_last_error(nullptr);
+  EXPECT_NE(std::string(wireup_last_error(nullptr)).find("nranks is 0"), std::string::npos)
+      << wireup_last_error(nullptr);
   EXPECT_NE(std::string(wireup_context_last_error(ctx)).find("nranks is 0"), std::string::npos);
   p = {0, 2, 1, 0, nullptr};
   EXPECT_EQ(wireup_create(ctx, &p, &Transport::create, &t, &w), WIREUP_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(wireup_last_error(nullptr)).find("job_key is 0"), std::string::npos) << wireup_last_error(nullptr);
+  EXPECT_NE(std::string(wireup_last_error(nullptr)).find("job_key is 0"), std::string::npos)
+      << wireup_last_error(nullptr);
   EXPECT_EQ(wireup_create(ctx, &p, nullptr, &t, &w), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(w, nullptr);
 
