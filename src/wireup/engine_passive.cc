@@ -60,10 +60,7 @@ void Engine::reject_stranger(prov::CmEvent& ev, RejectCode code, const std::stri
 void Engine::handle_request(prov::CmEvent& ev) {
   // Everything below decides from the private data alone: no QP, no memory, no state is
   // allocated for a request until it is known to come from a planned peer of this job.
-  // The source is the peer's address without its port: every request leaves from a fresh
-  // ephemeral port, so with the port "logged once per source" was once per request.
-  std::string source = ev.id->peer_addr().to_string();
-  source = source.substr(0, source.rfind(':'));
+  const std::string source = ev.id->peer_addr().to_string();  // reject_stranger drops the port
   auto h = decode(ev.private_data);
   if (!h) {
     bool version = ev.private_data.size() > 4 && h.error().detail.rfind("version", 0) == 0;

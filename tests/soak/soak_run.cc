@@ -1,0 +1,409 @@
+#include "tests/soak/soak_run.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+
+#include "provider/sim/fabric.h"
+#include "qp/factory.h"
+#include "wireup/engine.h"
+
+namespace wireup::soak {
+namespace {
+
+using namespace std::chrono_literals;
+using prov::sim::SimFabric;
+
+constexpr uint64_t kJobKey = 0x50a450a4c0ffee11ULL;
+constexpr Nanos kLongTimeout = 3600s;
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+struct Digest {
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over 64-bit words
+  void add(uint64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ULL;
+  }
+};
+
+prov::sim::SimConfig fabric_config(const RunConfig& c) {
+  using prov::sim::LatencyModel;
+  prov::sim::SimConfig cfg;
+  cfg.seed = mix(c.seed ^ 0xfab1c0de);
+  cfg.latency = c.latency == 0 ? LatencyModel::hardware() : c.latency == 1 ? LatencyModel::rxe_vm() : LatencyModel::zero();
+  auto& f = cfg.faults;
+  f.loss = c.loss;
+  f.duplicate = c.duplicate;
+  f.delay = c.delay;
+  f.jitter = c.jitter;
+  // First match wins: REQs to reject8_node may get 8, every other REQ may get 28.
+  if (c.reject8 > 0) f.rejects.push_back({-1, c.reject8_node, 8, c.reject8, -1});
+  if (c.reject28 > 0) f.rejects.push_back({-1, -1, 28, c.reject28, -1});
+  if (c.flap) {
+    prov::sim::MessageRule r;
+    r.types = c.flap_types;
+    r.from = c.flap_from;
+    r.until = c.flap_until;
+    r.drop = c.flap_drop;
+    r.src_node = c.flap_a;
+    r.dst_node = c.flap_b;
+    f.rules.push_back(r);
+    std::swap(r.src_node, r.dst_node);
+    if (c.flap_a >= 0) f.rules.push_back(r);
+  }
+  f.addr_error = c.addr_error;
+  f.route_error = c.route_error;
+  return cfg;
+}
+
+struct Member {
+  std::unique_ptr<qp::DefaultQpFactory> factory;
+  std::unique_ptr<Engine> engine;
+  bool stopped = false;  // died during the wireup: never progressed again
+  void destroy() {       // the QPs before the PD and CQ they live on
+    engine.reset();
+    factory.reset();
+  }
+};
+
+class Runner {
+ public:
+  Runner(const RunConfig& c, bool verbose) : c_(c), verbose_(verbose), fab_(fabric_config(c)) {}
+  RunReport go();
+
+ private:
+  Status build();
+  Status drive();
+  void check_pairs();
+  void check_accounting();
+  void teardown();
+  bool live(uint32_t r) const { return m_[r].engine && !m_[r].stopped; }
+  bool removed(uint32_t r) const { return rep_.removal_applied && c_.removal_rank == r; }
+  void bad(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+  const RunConfig& c_;
+  bool verbose_;
+  SimFabric fab_;
+  std::vector<Member> m_;
+  RunReport rep_;
+};
+
+void Runner::bad(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  // A broken invariant tends to break for many pairs at once: keep the report readable.
+  if (rep_.violations.size() < 20) rep_.violations.emplace_back(buf);
+  else if (rep_.violations.size() == 20) rep_.violations.emplace_back("... (more)");
+}
+
+Status Runner::build() {
+  for (uint32_t i = 0; i < c_.ranks; ++i) fab_.add_node();
+  if (c_.death == Death::crash) fab_.kill_node(c_.victim, c_.death_at);
+  if (c_.removal) fab_.remove_device(c_.removal_rank, 0, c_.removal_at);
+  std::vector<Peer> table;
+  m_.resize(c_.ranks);
+  for (uint32_t i = 0; i < c_.ranks; ++i) {
+    EngineOptions o;
+    o.rank = i;
+    o.nranks = c_.ranks;
+    o.lanes = c_.lanes;
+    o.job_key = kJobKey;
+    o.listen_addr = fab_.address(i);
+    o.connect_window = c_.connect_window;
+    o.qp_window = c_.qp_window;
+    o.max_attempts = c_.max_attempts;
+    o.wireup_timeout = c_.wireup_timeout;
+    o.seed = mix(c_.seed * 1000003 + i) | 1;
+    m_[i].factory = std::make_unique<qp::DefaultQpFactory>(prov::QpCaps{8, 8, 1, 1, 0}, 64);
+    auto e = Engine::create(fab_.provider(i), o, m_[i].factory->hook());
+    if (!e) return Error(e.error()).with_peer("rank " + std::to_string(i));
+    m_[i].engine = std::move(e).value();
+    table.push_back(Peer{i, m_[i].engine->local_address()});
+  }
+  for (auto& mb : m_) {
+    WIREUP_TRY(mb.engine->set_peers(table));
+    WIREUP_TRY(mb.engine->start());
+  }
+  return Status::ok();
+}
+
+// Progresses only the engines with something to do (a readable channel, a due timer), like
+// tests/engine's drive(), and stops the victim at its death time.
+Status Runner::drive() {
+  const size_t n = m_.size();
+  const Nanos until = fab_.now() + c_.wireup_timeout + 600s;
+  std::unordered_map<prov::EventChannel*, uint32_t> owner;
+  auto refresh = [&] {
+    owner.clear();
+    for (uint32_t r = 0; r < n; ++r)
+      if (m_[r].engine)
+        for (auto* ch : m_[r].engine->channels()) owner[ch] = r;
+  };
+  refresh();
+  using Timer = std::pair<Nanos, uint32_t>;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
+  std::vector<uint32_t> dirty;
+  std::vector<char> queued(n, 1), done(n, 0);
+  for (uint32_t r = 0; r < n; ++r) dirty.push_back(r);
+  size_t remaining = n;
+  bool death_pending = c_.death != Death::none;
+  auto mark = [&](uint32_t r) {
+    if (!queued[r] && !m_[r].stopped) {
+      queued[r] = 1;
+      dirty.push_back(r);
+    }
+  };
+  for (;;) {
+    if (death_pending && fab_.now() >= c_.death_at) {
+      // A crashed node is silenced by the fabric; a killed process loses its objects, which
+      // makes its kernel reject or disconnect everything it had in flight.
+      death_pending = false;
+      rep_.death_applied = true;
+      Member& v = m_[c_.victim];
+      v.stopped = true;
+      if (!done[c_.victim]) {
+        done[c_.victim] = 1;
+        --remaining;
+      }
+      if (c_.death == Death::kill) {
+        v.destroy();
+        refresh();
+      }
+    }
+    for (uint32_t r : dirty) {
+      queued[r] = 0;
+      if (m_[r].stopped) continue;
+      Engine& e = *m_[r].engine;
+      auto w = e.progress();
+      if (!w) return Error(w.error()).with_peer("rank " + std::to_string(r));
+      if (!done[r] && e.done()) {
+        done[r] = 1;
+        --remaining;
+      }
+      if (Nanos wake = e.next_wakeup(); wake != Nanos::max()) timers.push({wake, r});
+    }
+    dirty.clear();
+    if (remaining == 0) break;
+    for (auto& rd : fab_.take_ready()) {
+      auto it = owner.find(rd.channel);
+      if (it == owner.end()) {
+        refresh();  // a channel closed and its address was reused
+        it = owner.find(rd.channel);
+      }
+      if (it != owner.end()) mark(it->second);
+    }
+    while (!timers.empty() && timers.top().first <= fab_.now()) {
+      mark(timers.top().second);
+      timers.pop();
+    }
+    if (!dirty.empty()) continue;
+    Nanos next_timer = timers.empty() ? Nanos::max() : timers.top().first;
+    if (death_pending) next_timer = std::min(next_timer, c_.death_at);
+    const Nanos next_event = fab_.next_time();
+    if (next_timer == Nanos::max() && next_event == Nanos::max())
+      return Error::make(ErrorCode::invalid_state, "soak", std::to_string(remaining) + " engines not done, nothing scheduled");
+    if (std::min(next_timer, next_event) > until)
+      return Error::make(ErrorCode::timed_out, "soak", std::to_string(remaining) + " engines not done in time");
+    ++rep_.fabric_events;
+    if (next_event <= next_timer) fab_.step();
+    else fab_.run_until(next_timer);
+  }
+  rep_.virtual_s = static_cast<double>(fab_.now().count()) / 1e9;
+  rep_.removal_applied = c_.removal && fab_.now() >= c_.removal_at;
+  return Status::ok();
+}
+
+void Runner::check_pairs() {
+  const uint32_t n = c_.ranks;
+  const bool short_timeout = c_.wireup_timeout < kLongTimeout;
+  struct Side {
+    const ConnResult* res = nullptr;
+    const PeerError* err = nullptr;
+  };
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, Side> sides;
+  for (uint32_t r = 0; r < n; ++r) {
+    if (!live(r)) continue;
+    const Engine& e = *m_[r].engine;
+    for (const ConnResult& x : e.results()) {
+      if (x.peer >= n || x.peer == r || x.lane >= c_.lanes) {
+        bad("rank %u: result for peer %u lane %u outside the plan", r, x.peer, x.lane);
+        continue;
+      }
+      Side& s = sides[{r, x.peer, x.lane}];
+      if (s.res) bad("rank %u: peer %u lane %u connected twice", r, x.peer, x.lane);
+      s.res = &x;
+      ++rep_.connections;
+    }
+    for (const PeerError& x : e.errors()) {
+      if (x.peer >= n || x.peer == r || x.lane >= c_.lanes) {
+        bad("rank %u: error for peer %u lane %u outside the plan", r, x.peer, x.lane);
+        continue;
+      }
+      Side& s = sides[{r, x.peer, x.lane}];
+      if (s.err) bad("rank %u: peer %u lane %u reported twice", r, x.peer, x.lane);
+      s.err = &x;
+      if (x.failure.kind == cm::FailKind::none) bad("rank %u: error without a reason: %s", r, x.describe().c_str());
+      ++rep_.failed;
+    }
+    rep_.retries += e.stats().retries;
+  }
+  // The IB CM's own gap: the active side is established once it has the REP and sent the RTU;
+  // if every RTU (or the REPs that would make the active CM resend it) is lost until the
+  // passive side's REP retries run out, the passive gets UNREACHABLE and nothing ever tells
+  // the active side. Counted apart (RunReport::unconfirmed), not an engine fault.
+  auto unconfirmed = [&](const Side& active, const Side& passive) {
+    return active.res && active.res->role == cm::Role::active && passive.err &&
+           passive.err->role == cm::Role::passive && passive.err->failure.kind == cm::FailKind::unreachable;
+  };
+  for (uint32_t r = 0; r < n; ++r) {
+    if (!live(r)) continue;
+    for (uint32_t p = 0; p < n; ++p) {
+      if (p == r) continue;
+      // A pair may fail, or connect on one side only, where the run gives a reason to.
+      const bool explained = !live(p) || short_timeout || removed(r) || removed(p);
+      for (uint32_t l = 0; l < c_.lanes; ++l) {
+        const Side& s = sides[{r, p, l}];
+        if (s.res && s.err) bad("rank %u: peer %u lane %u both connected and failed", r, p, l);
+        if (!s.res && !s.err) bad("rank %u: peer %u lane %u neither connected nor reported", r, p, l);
+        const bool gap = live(p) && (unconfirmed(s, sides[{p, r, l}]) || unconfirmed(sides[{p, r, l}], s));
+        if (gap && s.res) ++rep_.unconfirmed;
+        if (s.err && !explained && !gap) bad("rank %u: healthy pair failed: %s", r, s.err->describe().c_str());
+        if (!s.res) continue;
+        const ConnResult& a = *s.res;
+        if (!a.qp) {
+          bad("rank %u: peer %u lane %u: result without a QP", r, p, l);
+        } else {
+          if (a.qp->qpn() != a.local_qpn) bad("rank %u: peer %u lane %u: local_qpn %u is not the QP's %u", r, p, l, a.local_qpn, a.qp->qpn());
+          auto q = a.qp->query(prov::qp_mask::state);
+          const prov::QpState st = q ? q->qp_state : prov::QpState::unknown;
+          const bool ok = st == prov::QpState::rts || (removed(r) && st == prov::QpState::err);
+          if (!ok) bad("rank %u: peer %u lane %u: QP %u in %s, not RTS", r, p, l, a.local_qpn, prov::to_string(st));
+        }
+        if (!live(p)) continue;
+        const Side& t = sides[{p, r, l}];
+        if (!t.res) {
+          if (!explained && !gap)
+            bad("rank %u: peer %u lane %u connected here only; the peer says %s", r, p, l,
+                t.err ? t.err->describe().c_str() : "nothing");
+          continue;
+        }
+        if (a.remote_qpn != t.res->local_qpn || a.local_qpn != t.res->remote_qpn)
+          bad("ranks %u/%u lane %u: QPNs not crossed (%u->%u vs %u->%u)", r, p, l, a.local_qpn, a.remote_qpn,
+              t.res->local_qpn, t.res->remote_qpn);
+        if (a.role == t.res->role) bad("ranks %u/%u lane %u: both sides %s", r, p, l, a.role == cm::Role::active ? "active" : "passive");
+      }
+    }
+  }
+}
+
+// Before teardown: the fabric holds what the results hold and nothing else.
+void Runner::check_accounting() {
+  uint64_t qps = 0, ids = 0, results = 0, engines = 0;
+  for (auto& mb : m_) {
+    if (!mb.engine) continue;
+    ++engines;
+    ids += mb.engine->live_ids();
+    results += mb.engine->results().size();
+    for (const ConnResult& x : mb.engine->results()) qps += x.qp != nullptr;
+    if (mb.engine->setup_channel_open()) bad("an engine that is done still has its setup channel");
+  }
+  const auto& s = fab_.stats();
+  if (s.qps_alive != qps) bad("after wireup: %llu QPs alive, the results hold %llu", (unsigned long long)s.qps_alive, (unsigned long long)qps);
+  if (ids != results) bad("after wireup: engines hold %llu ids for %llu results", (unsigned long long)ids, (unsigned long long)results);
+  if (s.ids_alive != ids) bad("after wireup: %llu ids alive, the engines hold %llu", (unsigned long long)s.ids_alive, (unsigned long long)ids);
+  if (s.channels_alive != engines) bad("after wireup: %llu channels alive for %llu engines (steady only)", (unsigned long long)s.channels_alive, (unsigned long long)engines);
+  if (s.events_unacked != 0) bad("after wireup: %llu events un-acked", (unsigned long long)s.events_unacked);
+  if (s.mrs_alive != 0) bad("after wireup: %llu MRs alive", (unsigned long long)s.mrs_alive);
+}
+
+void Runner::teardown() {
+  for (uint32_t r = 0; r < m_.size(); ++r)
+    if (live(r))
+      if (Status st = m_[r].engine->close(c_.close_drain); !st) bad("rank %u: close: %s", r, st.message().c_str());
+  for (auto& mb : m_) mb.destroy();
+  // What the closes sent is delivered to ids that no longer exist: nothing may come back.
+  for (int i = 0; i < 1'000'000 && fab_.step(); ++i) {
+  }
+  const auto& s = fab_.stats();
+  auto zero = [&](const char* what, uint64_t v) {
+    if (v != 0) bad("after teardown: %s = %llu", what, (unsigned long long)v);
+  };
+  zero("ids_alive", s.ids_alive);
+  zero("qps_alive", s.qps_alive);
+  zero("cqs_alive", s.cqs_alive);
+  zero("pds_alive", s.pds_alive);
+  zero("mrs_alive", s.mrs_alive);
+  zero("channels_alive", s.channels_alive);
+  zero("events_unacked", s.events_unacked);
+  zero("events_pending", s.events_pending);
+  zero("destroyed_with_unacked", s.destroyed_with_unacked);
+  zero("channels_destroyed_with_ids", s.channels_destroyed_with_ids);
+}
+
+RunReport Runner::go() {
+  if (Status st = build(); !st) {
+    bad("setup: %s", st.message().c_str());
+    return rep_;
+  }
+  if (Status st = drive(); !st) {
+    bad("wireup did not end: %s", st.message().c_str());
+    return rep_;
+  }
+  // A crashed rank's process is gone too: its objects with it.
+  for (auto& mb : m_)
+    if (mb.stopped) mb.destroy();
+  // Let what is already in flight land before counting: an engine that gave up at its
+  // deadline closed its listener while a peer's CONNECT_REQUEST was on its way, and that
+  // request's new id lives until the fabric drops the event (nobody can take it any more).
+  const Nanos settle_until = fab_.now() + 5s;
+  while (fab_.next_time() <= settle_until) fab_.step();
+  rep_.removal_applied = c_.removal && fab_.now() >= c_.removal_at;
+  check_pairs();
+  check_accounting();
+  Digest d;
+  for (uint32_t r = 0; r < m_.size(); ++r) {
+    if (!m_[r].engine) continue;
+    for (const ConnResult& x : m_[r].engine->results()) {
+      d.add((uint64_t(r) << 40) | (uint64_t(x.peer) << 16) | x.lane);
+      d.add((uint64_t(x.local_qpn) << 32) | x.remote_qpn);
+      d.add(x.attempts);
+    }
+    for (const PeerError& x : m_[r].engine->errors())
+      d.add((uint64_t(r) << 40) | (uint64_t(x.peer) << 16) | (uint64_t(x.failure.kind) << 8) | x.lane);
+  }
+  d.add(static_cast<uint64_t>(fab_.now().count()));
+  d.add(fab_.stats().messages_sent);
+  rep_.digest = d.h;
+  if (verbose_) {
+    const auto& s = fab_.stats();
+    std::printf("  wireup ended at %.6f s virtual: %llu endpoints, %llu errors, %llu retries; fabric: %llu messages "
+                "(%llu lost, %llu duplicated, %llu unroutable), %llu REQ retransmits, %llu forced rejects\n",
+                rep_.virtual_s, (unsigned long long)rep_.connections, (unsigned long long)rep_.failed,
+                (unsigned long long)rep_.retries, (unsigned long long)s.messages_sent,
+                (unsigned long long)s.messages_lost, (unsigned long long)s.messages_duplicated,
+                (unsigned long long)s.messages_unroutable, (unsigned long long)s.req_retransmits,
+                (unsigned long long)s.forced_rejects);
+    for (uint32_t r = 0; r < m_.size(); ++r)
+      if (m_[r].engine)
+        for (const PeerError& x : m_[r].engine->errors()) std::printf("  rank %u: %s\n", r, x.describe().c_str());
+  }
+  teardown();
+  return rep_;
+}
+
+}  // namespace
+
+RunReport run(const RunConfig& c, bool verbose) { return Runner(c, verbose).go(); }
+
+}  // namespace wireup::soak
