@@ -25,7 +25,8 @@ CACHE=$(cd "$1" && pwd)
 
 # Modules the guest needs; their dependencies are resolved with modprobe --show-depends.
 # crc32_generic: rdma_rxe asks the crypto API for "crc32" at runtime (not a symbol dependency).
-MODULES=(virtio_pci 9pnet_virtio 9p dummy crc32_generic veth ib_uverbs rdma_ucm rdma_rxe)
+# veth + sch_netem: tests/vm/faults builds a RoCE path across a veth pair and loses/delays on it.
+MODULES=(virtio_pci 9pnet_virtio 9p dummy crc32_generic veth sch_netem ib_uverbs rdma_ucm rdma_rxe)
 # Extra insmod arguments. numdummies=0: otherwise the module creates dummy0 itself.
 declare -A MODARGS=([dummy]="numdummies=0")
 
