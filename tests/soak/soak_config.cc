@@ -106,9 +106,9 @@ std::string RunConfig::describe() const {
                         ms(wireup_timeout) / 1e3, ms(close_drain));
   std::string s(buf, static_cast<size_t>(n));
   if (flap)
-    s += ", flap " + std::to_string(flap_a) + "<->" + std::to_string(flap_b) + " types 0x" + hex(flap_types) + " drop " +
-         std::to_string(flap_drop) + " from " + std::to_string(ms(flap_from)) + " to " + std::to_string(ms(flap_until)) +
-         " ms";
+    s += ", flap " + std::to_string(flap_a) + "<->" + std::to_string(flap_b) + " types 0x" + hex(flap_types) +
+         " drop " + std::to_string(flap_drop) + " from " + std::to_string(ms(flap_from)) + " to " +
+         std::to_string(ms(flap_until)) + " ms";
   if (death != Death::none)
     s += ", " + std::string(to_string(death)) + " rank " + std::to_string(victim) + " at " +
          std::to_string(ms(death_at)) + " ms";

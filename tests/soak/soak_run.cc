@@ -38,7 +38,9 @@ prov::sim::SimConfig fabric_config(const RunConfig& c) {
   using prov::sim::LatencyModel;
   prov::sim::SimConfig cfg;
   cfg.seed = mix(c.seed ^ 0xfab1c0de);
-  cfg.latency = c.latency == 0 ? LatencyModel::hardware() : c.latency == 1 ? LatencyModel::rxe_vm() : LatencyModel::zero();
+  cfg.latency = c.latency == 0   ? LatencyModel::hardware()
+                : c.latency == 1 ? LatencyModel::rxe_vm()
+                                 : LatencyModel::zero();
   auto& f = cfg.faults;
   f.loss = c.loss;
   f.duplicate = c.duplicate;
@@ -212,7 +214,8 @@ Status Runner::drive() {
     if (death_pending) next_timer = std::min(next_timer, c_.death_at);
     const Nanos next_event = fab_.next_time();
     if (next_timer == Nanos::max() && next_event == Nanos::max())
-      return Error::make(ErrorCode::invalid_state, "soak", std::to_string(remaining) + " engines not done, nothing scheduled");
+      return Error::make(ErrorCode::invalid_state, "soak",
+                         std::to_string(remaining) + " engines not done, nothing scheduled");
     if (std::min(next_timer, next_event) > until)
       return Error::make(ErrorCode::timed_out, "soak", std::to_string(remaining) + " engines not done in time");
     ++rep_.fabric_events;
@@ -284,7 +287,8 @@ void Runner::check_pairs() {
         if (!a.qp) {
           bad("rank %u: peer %u lane %u: result without a QP", r, p, l);
         } else {
-          if (a.qp->qpn() != a.local_qpn) bad("rank %u: peer %u lane %u: local_qpn %u is not the QP's %u", r, p, l, a.local_qpn, a.qp->qpn());
+          if (a.qp->qpn() != a.local_qpn)
+            bad("rank %u: peer %u lane %u: local_qpn %u is not the QP's %u", r, p, l, a.local_qpn, a.qp->qpn());
           auto q = a.qp->query(prov::qp_mask::state);
           const prov::QpState st = q ? q->qp_state : prov::QpState::unknown;
           const bool ok = st == prov::QpState::rts || (removed(r) && st == prov::QpState::err);
@@ -301,7 +305,8 @@ void Runner::check_pairs() {
         if (a.remote_qpn != t.res->local_qpn || a.local_qpn != t.res->remote_qpn)
           bad("ranks %u/%u lane %u: QPNs not crossed (%u->%u vs %u->%u)", r, p, l, a.local_qpn, a.remote_qpn,
               t.res->local_qpn, t.res->remote_qpn);
-        if (a.role == t.res->role) bad("ranks %u/%u lane %u: both sides %s", r, p, l, a.role == cm::Role::active ? "active" : "passive");
+        if (a.role == t.res->role)
+          bad("ranks %u/%u lane %u: both sides %s", r, p, l, a.role == cm::Role::active ? "active" : "passive");
       }
     }
   }
@@ -319,12 +324,14 @@ void Runner::check_accounting() {
     if (mb.engine->setup_channel_open()) bad("an engine that is done still has its setup channel");
   }
   const auto& s = fab_.stats();
-  if (s.qps_alive != qps) bad("after wireup: %llu QPs alive, the results hold %llu", (unsigned long long)s.qps_alive, (unsigned long long)qps);
-  if (ids != results) bad("after wireup: engines hold %llu ids for %llu results", (unsigned long long)ids, (unsigned long long)results);
-  if (s.ids_alive != ids) bad("after wireup: %llu ids alive, the engines hold %llu", (unsigned long long)s.ids_alive, (unsigned long long)ids);
-  if (s.channels_alive != engines) bad("after wireup: %llu channels alive for %llu engines (steady only)", (unsigned long long)s.channels_alive, (unsigned long long)engines);
-  if (s.events_unacked != 0) bad("after wireup: %llu events un-acked", (unsigned long long)s.events_unacked);
-  if (s.mrs_alive != 0) bad("after wireup: %llu MRs alive", (unsigned long long)s.mrs_alive);
+  using ull = unsigned long long;
+  if (s.qps_alive != qps) bad("after wireup: %llu QPs alive, the results hold %llu", ull(s.qps_alive), ull(qps));
+  if (ids != results) bad("after wireup: engines hold %llu ids for %llu results", ull(ids), ull(results));
+  if (s.ids_alive != ids) bad("after wireup: %llu ids alive, the engines hold %llu", ull(s.ids_alive), ull(ids));
+  if (s.channels_alive != engines)
+    bad("after wireup: %llu channels alive for %llu engines (steady only)", ull(s.channels_alive), ull(engines));
+  if (s.events_unacked != 0) bad("after wireup: %llu events un-acked", ull(s.events_unacked));
+  if (s.mrs_alive != 0) bad("after wireup: %llu MRs alive", ull(s.mrs_alive));
 }
 
 void Runner::teardown() {

@@ -39,7 +39,8 @@ std::string hex(const std::vector<uint8_t>& b) {
 }
 std::vector<uint8_t> unhex(const std::string& s) {
   std::vector<uint8_t> b;
-  for (size_t i = 0; i + 1 < s.size(); i += 2) b.push_back(static_cast<uint8_t>(std::stoul(s.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < s.size(); i += 2)
+    b.push_back(static_cast<uint8_t>(std::stoul(s.substr(i, 2), nullptr, 16)));
   return b;
 }
 
@@ -161,7 +162,8 @@ int kill_scenario(const std::string& addr_text, uint32_t n, uint32_t lanes, uint
   const bool reached = from[victim].next(line, 60000) && line.rfind("AT ", 0) == 0;
   kill(pids[victim], SIGKILL);
   const double killed_at = since();
-  const std::string when = reached ? line.substr(3) + " of its " + std::to_string((n - 1) * lanes) + " pairs connected" : "?";
+  const std::string when =
+      reached ? line.substr(3) + " of its " + std::to_string((n - 1) * lanes) + " pairs connected" : "?";
   c.expect(reached, "the victim never reported " + std::to_string(after) + " pairs connected: " + line);
   std::vector<Report> rep(n);
   for (uint32_t i = 0; i < n; ++i) {
