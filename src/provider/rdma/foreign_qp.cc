@@ -1,10 +1,8 @@
-// The non-owning QP wrapper: the same verbs calls as RdmaQp, minus ibv_destroy_qp.
+// The non-owning QP wrapper: RdmaQp without ibv_destroy_qp, plus the checks on what it wraps.
 #include "provider/rdma/foreign_qp.h"
 
 #include <cstring>
 
-#include "common/log.h"
-#include "provider/rdma/convert.h"
 
 namespace wireup::prov::rdma {
 namespace {
@@ -25,76 +23,8 @@ const char* type_name(ibv_qp_type t) {
 
 }  // namespace
 
-ForeignQp::ForeignQp(RdmaDevice& dev, ibv_qp* qp, Release release)
-    : dev_(dev), qp_(qp), state_(from_ibv_state(qp->state)), release_(std::move(release)) {}
-
 ForeignQp::~ForeignQp() {
-  if (release_) release_(qp_);
-}
-
-Status ForeignQp::modify(const QpAttr& attr, uint32_t mask) {
-  ibv_qp_attr a = to_ibv(attr);
-  if (int rc = ibv_modify_qp(qp_, &a, static_cast<int>(mask)); rc != 0)
-    return Error::from_errno("ibv_modify_qp", rc,
-                             std::string("to ") + to_string(attr.qp_state) + " with " + qp_mask::names(mask) +
-                                 " (transport-owned QP)")
-        .with_qpn(qpn());
-  if (mask & qp_mask::state) state_ = attr.qp_state;
-  return Status::ok();
-}
-
-Result<QpAttr> ForeignQp::query(uint32_t mask) {
-  ibv_qp_attr a;
-  ibv_qp_init_attr init;
-  std::memset(&a, 0, sizeof a);
-  if (int rc = ibv_query_qp(qp_, &a, static_cast<int>(mask), &init); rc != 0)
-    return Error::from_errno("ibv_query_qp", rc).with_qpn(qpn());
-  return from_ibv(a);
-}
-
-Result<Ece> ForeignQp::query_ece() {
-  ibv_ece e;
-  std::memset(&e, 0, sizeof e);
-  // An errno value comes back (EOPNOTSUPP on devices without ECE, e.g. rxe).
-  if (int rc = ibv_query_ece(qp_, &e); rc != 0)
-    return Error::from_errno("ibv_query_ece", rc, "device " + dev_.info().name).with_qpn(qpn());
-  return Ece{e.vendor_id, e.options};
-}
-
-Status ForeignQp::set_ece(const Ece& ece) {
-  ibv_ece e;
-  std::memset(&e, 0, sizeof e);
-  e.vendor_id = ece.vendor_id;
-  e.options = ece.options;
-  if (int rc = ibv_set_ece(qp_, &e); rc != 0)
-    return Error::from_errno("ibv_set_ece", rc, "device " + dev_.info().name).with_qpn(qpn());
-  return Status::ok();
-}
-
-Status ForeignQp::post_send(uint64_t wr_id, const Sge& sge, bool signaled) {
-  ibv_sge s{sge.addr, sge.length, sge.lkey};
-  ibv_send_wr wr;
-  std::memset(&wr, 0, sizeof wr);
-  wr.wr_id = wr_id;
-  wr.sg_list = &s;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
-  ibv_send_wr* bad = nullptr;
-  if (int rc = ibv_post_send(qp_, &wr, &bad); rc != 0) return Error::from_errno("ibv_post_send", rc).with_qpn(qpn());
-  return Status::ok();
-}
-
-Status ForeignQp::post_recv(uint64_t wr_id, const Sge& sge) {
-  ibv_sge s{sge.addr, sge.length, sge.lkey};
-  ibv_recv_wr wr;
-  std::memset(&wr, 0, sizeof wr);
-  wr.wr_id = wr_id;
-  wr.sg_list = &s;
-  wr.num_sge = 1;
-  ibv_recv_wr* bad = nullptr;
-  if (int rc = ibv_post_recv(qp_, &wr, &bad); rc != 0) return Error::from_errno("ibv_post_recv", rc).with_qpn(qpn());
-  return Status::ok();
+  if (release_) release_(static_cast<ibv_qp*>(native()));
 }
 
 Result<std::unique_ptr<ForeignQp>> wrap_foreign_qp(RdmaProvider& p, ibv_qp* qp, ForeignQp::Release release) {

@@ -14,33 +14,19 @@
 
 namespace wireup::prov::rdma {
 
-class ForeignQp final : public Qp {
+// The verbs calls are RdmaQp's; only the end of life differs.
+class ForeignQp final : public RdmaQp {
  public:
   using Release = std::function<void(ibv_qp*)>;
 
-  ForeignQp(RdmaDevice& dev, ibv_qp* qp, Release release);
+  ForeignQp(RdmaDevice& dev, ibv_qp* qp, Release release)
+      : RdmaQp(dev, qp, /*owned=*/false), release_(std::move(release)) {}
   ~ForeignQp() override;  // calls the release hook if armed; never ibv_destroy_qp
-  ForeignQp(const ForeignQp&) = delete;
-  ForeignQp& operator=(const ForeignQp&) = delete;
 
   // The QP stays with its owner in use: no release call when this wrapper goes.
   void keep() { release_ = nullptr; }
 
-  uint32_t qpn() const override { return qp_->qp_num; }
-  QpState state() const override { return state_; }
-  Status modify(const QpAttr& attr, uint32_t mask) override;
-  Result<QpAttr> query(uint32_t mask) override;
-  Result<Ece> query_ece() override;
-  Status set_ece(const Ece& ece) override;
-  Status post_send(uint64_t wr_id, const Sge& sge, bool signaled) override;
-  Status post_recv(uint64_t wr_id, const Sge& sge) override;
-  Device& device() const override { return dev_; }
-  void* native() const override { return qp_; }
-
  private:
-  RdmaDevice& dev_;
-  ibv_qp* qp_;
-  QpState state_;
   Release release_;
 };
 

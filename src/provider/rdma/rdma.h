@@ -75,10 +75,13 @@ class RdmaCq final : public Cq {
   unsigned unacked_events_ = 0;
 };
 
-class RdmaQp final : public Qp {
+class RdmaQp : public Qp {
  public:
-  RdmaQp(RdmaDevice& dev, ibv_qp* qp) : dev_(dev), qp_(qp) {}
+  // `owned`: this object destroys the ibv_qp. A transport's own QP (ForeignQp) is not owned.
+  RdmaQp(RdmaDevice& dev, ibv_qp* qp, bool owned = true) : dev_(dev), qp_(qp), owned_(owned) {}
   ~RdmaQp() override;
+  RdmaQp(const RdmaQp&) = delete;
+  RdmaQp& operator=(const RdmaQp&) = delete;
   uint32_t qpn() const override { return qp_->qp_num; }
   QpState state() const override { return state_; }
   Status modify(const QpAttr& attr, uint32_t mask) override;
@@ -93,6 +96,7 @@ class RdmaQp final : public Qp {
  private:
   RdmaDevice& dev_;
   ibv_qp* qp_;
+  bool owned_;
   QpState state_ = QpState::reset;
 };
 
