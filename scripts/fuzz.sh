@@ -9,7 +9,7 @@
 #
 # The corpus of each target grows in FUZZ_BUILD_DIR/corpus/TARGET and is kept between runs;
 # the seeds are regenerated every run (fuzz_seeds, plus the shipped tuning files for config).
-# A finding (crash, UB, leak, timeout > 10 s, RSS > 2 GB) stops its target; the input lands in
+# A finding (crash, UB, leak, an input running > 60 s, RSS > 2 GB) stops its target; the input lands in
 # FUZZ_BUILD_DIR/findings/TARGET/ and the report in FUZZ_BUILD_DIR/logs/TARGET.log. Reproduce:
 #   FUZZ_BUILD_DIR/fuzz_TARGET FUZZ_BUILD_DIR/findings/TARGET/crash-...
 # Exit status: 0 = no findings, 1 = a target found something, 2 = usage or build error.
@@ -62,7 +62,9 @@ for t in "${targets[@]}"; do
   ts=$(date +%s)
   rc=0
   # Leak and UB reports end the run too (-error_exitcode); LSan checks every input.
-  "$B/fuzz_$t" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  # -timeout: inputs take milliseconds; 60 s is a hang even on a machine shared with builds
+  # and VMs (a 10 s limit fired there on a page-fault stall of an 8 ms input).
+  "$B/fuzz_$t" "${limit[@]}" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$B/findings/$t/" "${extra[@]}" "${dirs[@]}" >"$log" 2>&1 || rc=$?
   secs=$(($(date +%s) - ts))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

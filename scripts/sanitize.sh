@@ -21,6 +21,18 @@ export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_ord
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-}"
 
+# One known leak outside wireup: hwloc 2.9's PCI plugin, used by every live topology load
+# (io types filter KEEP_IMPORTANT), leaves libpciaccess state allocated; hwloc then unloads
+# the plugin and libpciaccess with it, and LSan reports ~1 KB from "<unknown module>", which no
+# suppression can name (open-mpi/hwloc#636; a 9-line C program shows it). Keeping libpciaccess
+# loaded keeps that memory reachable, as in a program linking it; every other leak is reported.
+preload=${LD_PRELOAD:-}
+pciaccess=$({ ldconfig -p 2>/dev/null || /sbin/ldconfig -p; } | sed -n 's/^[[:space:]]*libpciaccess\.so\.0 (libc6,x86-64) => //p' | head -1 || true)
+if [ -n "$pciaccess" ]; then
+  preload="$pciaccess${preload:+ $preload}"
+  ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0"  # libasan is not first in the list then
+fi
+
 t0=$(date +%s)
 cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" \
@@ -61,7 +73,7 @@ canary_ok=1
 for c in "leak:LeakSanitizer: detected memory leaks" "ub:runtime error: signed integer overflow" \
          "heap:AddressSanitizer: heap-buffer-overflow"; do
   what=${c%%:*} want=${c#*:}
-  if out=$("$B/canary/canary" "$what" 2>&1); then rc=0; else rc=$?; fi
+  if out=$(LD_PRELOAD=$preload "$B/canary/canary" "$what" 2>&1); then rc=0; else rc=$?; fi
   if ((rc != 0)) && grep -qF "$want" <<<"$out"; then
     echo "sanitize.sh: canary $what: reported ($want, exit $rc)"
   else
@@ -108,6 +120,6 @@ if [ -n "$missing" ]; then
 fi
 
 rc=0
-ctest --test-dir "$B" --output-on-failure -L unit "$@" || rc=$?
+LD_PRELOAD=$preload ctest --test-dir "$B" --output-on-failure -L unit "$@" || rc=$?
 echo "sanitize.sh: tests took $(($(date +%s) - t1)) s (ASAN_OPTIONS=$ASAN_OPTIONS)"
 exit $rc

@@ -28,7 +28,7 @@ namespace {
 // the run in the "did you mean" edit distance (name length x every parameter, per unknown
 // name). TOML keys keep any length and number.
 constexpr size_t kNameMax = 64;
-constexpr size_t kOverridesMax = 8;
+constexpr size_t kOverridesMax = 4;
 
 void add_entry(std::string_view entry, wireup::config::LoadOptions& opts) {
   const size_t eq = entry.find('=');
