@@ -65,9 +65,12 @@ struct Endpoint {
 Result<Endpoint> choose_endpoint(prov::Provider& p, const config::Settings& s, const Options& o);
 
 // What a rank's engine needs besides the options: the QP factory that owns PD and CQ.
+using LaneSet = std::set<std::pair<uint32_t, uint32_t>>;  // (peer, lane)
 struct RankEngine {
   std::unique_ptr<qp::DefaultQpFactory> factory;  // declared first: outlives the engine's QPs
   std::unique_ptr<Engine> engine;
+  // Established lanes the peer disconnected (steady channel), e.g. because its process died.
+  std::shared_ptr<LaneSet> disconnected = std::make_shared<LaneSet>();
 };
 Result<RankEngine> make_engine(prov::Provider& p, const config::Settings& s, uint32_t rank,
                                uint32_t nranks, const prov::SockAddr& listen, uint64_t job_key);
@@ -135,12 +138,13 @@ struct RankReport {
   std::map<int, uint64_t> rejects_received;
   std::map<std::string, uint64_t> rejects_sent, failures, ece_outcomes;
   std::array<std::vector<int64_t>, static_cast<size_t>(Phase::count_)> samples;  // ns
-  // peer -> failure kind ("rejected(35)", "timed_out", ...) -> lanes
+  // peer -> failure kind ("rejected(35)", "timed_out", ...) -> lanes; the established lanes of
+  // a dead peer are there too, as "disconnected" (its DREQ arrived) or "lost" (not yet)
   std::map<uint32_t, std::map<std::string, uint64_t>> errors_by_peer;
   CheckCounts check;
 };
 
-RankReport make_report(uint32_t rank, const Engine& e, double wireup_s, const std::set<uint32_t>& dead);
+RankReport make_report(uint32_t rank, const RankEngine& re, double wireup_s, const std::set<uint32_t>& dead);
 // A line-oriented text form, so that MPI can gather reports of any size.
 std::string serialize(const RankReport& r);
 Result<RankReport> deserialize(std::string_view text);
@@ -186,6 +190,9 @@ std::string to_json(const Summary& s);
 // 0: every planned connection established and (if checked) verified; 3: some connections
 // failed but every established one checks out; 1: a check failed.
 int exit_status(const Summary& s);
+
+// The summary on stdout; with `json`, the JSON object there and the human text on stderr.
+void print_summary(const Summary& s, bool json);
 
 // Progress line on stderr: "[a2a] 1234/2016 connections, 3 retries, 12.3 s".
 void progress_line(uint64_t established, uint64_t planned, uint64_t retries, double seconds);

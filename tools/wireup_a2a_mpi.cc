@@ -93,7 +93,7 @@ Wireup run_wireup(const Options& o, Engine& e, MPI_Comm live, uint64_t planned) 
   auto last_round = t0 - kRoundEvery, last_print = t0;
   bool done = false, printed = false;
   MPI_Request req = MPI_REQUEST_NULL;
-  uint64_t send[3] = {}, recv[3] = {};
+  uint64_t send[3] = {}, recv[3] = {}, shown = 0;
   for (;;) {
     int work = 0;
     if (!done) {
@@ -116,12 +116,12 @@ Wireup run_wireup(const Options& o, Engine& e, MPI_Comm live, uint64_t planned) 
       if (recv[2] == uint64_t(ln)) break;
       if (lr == 0 && o.progress && now - last_print >= kPrintEvery) {
         progress_line(recv[0], planned, recv[1], since(t0));
-        last_print = now, printed = true;
+        last_print = now, printed = true, shown = recv[0];
       }
     }
     if (work == 0) (void)e.wait(std::chrono::milliseconds(done ? 1 : 2));
   }
-  if (lr == 0 && printed) progress_line(recv[0], planned, recv[1], since(t0));
+  if (lr == 0 && printed && recv[0] != shown) progress_line(recv[0], planned, recv[1], since(t0));
   return out;
 }
 
@@ -255,7 +255,7 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   MPI_Allgather(&wr, 1, MPI_INT, world_of.data(), 1, MPI_INT, live);
   double wall = 0;
   MPI_Reduce(&w.seconds, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, live);
-  RankReport rep = make_report(uint32_t(wr), *re.engine, w.seconds, dead);
+  RankReport rep = make_report(uint32_t(wr), re, w.seconds, dead);
   if (o.verify) {
     qpn_exchange(*re.engine, live, world_of, uint32_t(wr), uint32_t(wn), lanes, rep.check);
     if (Status d = data_exchange(o, re, live, uint32_t(wr), dead, rep.check); !d)
@@ -286,7 +286,7 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
     }
     JobInfo job{uint32_t(wn), lanes, "rdma", "mpi", wall, o.verify, dead};
     Summary sum = summarize(job, reports);
-    std::fputs((o.json ? to_json(sum) + "\n" : human(sum)).c_str(), stdout);
+    print_summary(sum, o.json);
     status = int(reports.size()) == ln ? exit_status(sum) : 1;
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, live);

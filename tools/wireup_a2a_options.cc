@@ -23,7 +23,7 @@ const char* const kUsage =
     "  --addr IP              listen address (default: the first IPv4 address of the chosen\n"
     "                         device's netdev)\n"
     "  --job-key HEX          the job's key (default: random, chosen by rank 0)\n"
-    "  --json                 one JSON object on stdout instead of the human summary\n"
+    "  --json                 one JSON object on stdout (the human summary goes to stderr)\n"
     "  --no-verify            skip the QPN cross-check and the SEND both ways\n"
     "  --no-progress          no progress line on stderr\n"
     "  --verify-timeout-s S   SEND check deadline (default 30)\n"

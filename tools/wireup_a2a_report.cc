@@ -21,14 +21,19 @@ Error malformed(const std::string& line) {
 
 }  // namespace
 
-RankReport make_report(uint32_t rank, const Engine& e, double wireup_s, const std::set<uint32_t>& dead) {
+RankReport make_report(uint32_t rank, const RankEngine& re, double wireup_s, const std::set<uint32_t>& dead) {
+  const Engine& e = *re.engine;
   RankReport r;
   r.rank = rank;
   r.wireup_s = wireup_s;
   for (const ConnResult& c : e.results()) {
     if (r.device.empty()) r.device = c.device;
-    if (dead.count(c.peer)) ++r.lost;
-    else if (c.role == cm::Role::active) ++r.active_to_live;
+    if (dead.count(c.peer)) {
+      ++r.lost;
+      r.errors_by_peer[c.peer][re.disconnected->count({c.peer, c.lane}) ? "disconnected" : "lost"]++;
+    } else if (c.role == cm::Role::active) {
+      ++r.active_to_live;
+    }
   }
   r.planned = e.results().size() + e.errors().size();
   const Stats& s = e.stats();

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -71,12 +72,19 @@ Result<Endpoint> choose_endpoint(prov::Provider& p, const config::Settings& s, c
     }
     in.devices.push_back(std::move(c));
   }
-  // Locality is a preference, not a requirement: without hwloc every device is "unplaced".
-  if (auto t = topo::Topology::load_live(); t) {
-    for (topo::Candidate& c : in.devices) c.where = t->place_device(c.name, c.pci_busid);
-    if (auto b = t->process_binding(); b) in.binding = *b;
-  } else {
-    WIREUP_LOG(warn, "wireup_a2a: no topology, devices ranked without locality: %s", t.error().message().c_str());
+  // Locality only orders several usable devices; with one, skip hwloc (seconds per process
+  // in the TCG VM). Without hwloc every device is "unplaced": a preference, not a requirement.
+  auto usable = [&](const topo::Candidate& c) {
+    auto named = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), c.name) != v.end(); };
+    return c.port == topo::PortStatus::active && !named(in.exclude) && (in.include.empty() || named(in.include));
+  };
+  if (std::count_if(in.devices.begin(), in.devices.end(), usable) > 1) {
+    if (auto t = topo::Topology::load_live(); t) {
+      for (topo::Candidate& c : in.devices) c.where = t->place_device(c.name, c.pci_busid);
+      if (auto b = t->process_binding(); b) in.binding = *b;
+    } else {
+      WIREUP_LOG(warn, "wireup_a2a: no topology, devices ranked without locality: %s", t.error().message().c_str());
+    }
   }
   auto ranking = topo::rank_devices(in);
   if (!ranking) return ranking.error();
@@ -120,6 +128,9 @@ Result<RankEngine> make_engine(prov::Provider& p, const config::Settings& s, uin
   auto e = Engine::create(p, std::move(eo), r.factory->hook());
   if (!e) return Error(e.error()).with_peer("rank " + std::to_string(rank));
   r.engine = std::move(e).value();
+  r.engine->on_steady_event([set = r.disconnected](const SteadyEvent& ev) {
+    if (ev.type == prov::CmEventType::disconnected) set->insert({ev.peer, ev.lane});
+  });
   return r;
 }
 

@@ -204,14 +204,14 @@ int run_sim(const Options& o) {
     if (dead.count(r)) continue;
     const double secs = std::chrono::duration<double>(ranks[r].done_at - t0).count();
     wall = std::max(wall, secs);
-    reports.push_back(make_report(r, *ranks[r].re.engine, secs, dead));
+    reports.push_back(make_report(r, ranks[r].re, secs, dead));
     reports.back().check = checks[r];
   }
   if (errors) reports[0].check.errors += uint64_t(errors), reports[0].check.problem("engine progress failed (see above)");
   JobInfo job{n, lanes, "sim", "sim, latency model " + o.sim_latency + ", seed " + std::to_string(o.sim_seed), wall,
               o.verify, dead};
   Summary sum = summarize(job, reports);
-  std::fputs((o.json ? to_json(sum) + "\n" : human(sum)).c_str(), stdout);
+  print_summary(sum, o.json);
   if (!o.json)
     std::fprintf(stderr, "[a2a] sim: %.1f s of real time for %.3f s of virtual time\n",
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - real0).count(), wall);

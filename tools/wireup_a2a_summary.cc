@@ -218,6 +218,16 @@ std::string to_json(const Summary& s) {
   return o + "]}";
 }
 
+void print_summary(const Summary& s, bool json) {
+  if (json) {
+    std::fputs(human(s).c_str(), stderr);
+    std::fputs((to_json(s) + "\n").c_str(), stdout);
+  } else {
+    std::fputs(human(s).c_str(), stdout);
+  }
+  std::fflush(nullptr);
+}
+
 void progress_line(uint64_t established, uint64_t planned, uint64_t retries, double seconds) {
   std::fprintf(stderr, "[a2a] %llu/%llu connections, %llu retries, %.1f s\n", (unsigned long long)established,
                (unsigned long long)planned, (unsigned long long)retries, seconds);

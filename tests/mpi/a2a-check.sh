@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# One mpirun job of wireup_a2a on the real RDMA stack (the soft-RoCE VM), checked from its --json.
+#
+#   a2a-check.sh --a2a BIN --np N --lanes L [--scenario all|ece|kill] [--timeout S]
+#
+# Scenarios (the "odd" rank is the last one, N-1):
+#   all   every planned connection is established, its QPNs cross-check and a SEND goes both ways
+#   ece   the odd rank reads ece-required.toml (ECE required, an option bit nobody has): every one
+#         of its connections is refused (reason 35 / ece_rejected), every other one stands
+#   kill  the odd rank _exit()s mid-wireup: every survivor reports it for each lane it did not
+#         connect (or lost), and keeps and verifies every other connection
+# Exit 0 when every expectation holds; otherwise each failed one is printed, with the summary.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600
+while (($#)); do
+  case "$1" in
+    --a2a) A2A=$2; shift 2 ;;
+    --np) NP=$2; shift 2 ;;
+    --lanes) LANES=$2; shift 2 ;;
+    --scenario) SCENARIO=$2; shift 2 ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    *) echo "a2a-check: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+[ -x "$A2A" ] || { echo "a2a-check: --a2a '$A2A' is not an executable" >&2; exit 2; }
+[[ "$NP" =~ ^[0-9]+$ && "$LANES" =~ ^[0-9]+$ ]] || { echo "a2a-check: --np and --lanes want numbers" >&2; exit 2; }
+for t in mpirun jq timeout; do command -v $t >/dev/null || { echo "a2a-check: '$t' not found" >&2; exit 2; }; done
+
+ODD=$((NP - 1))
+COMMON=(--config "$HERE/vm.toml" --lanes "$LANES" --json --no-progress)
+MPI=(mpirun --oversubscribe)
+case "$SCENARIO" in
+  all) JOB=("${MPI[@]}" -np "$NP" "$A2A" "${COMMON[@]}") ;;
+  # The passive side of a refused pair waits for a newer attempt until the wireup timeout (the
+  # engine cannot know the peer gave up): 30 s bounds the test.
+  ece) JOB=("${MPI[@]}" -np "$ODD" "$A2A" "${COMMON[@]}" --wireup-timeout-ms 30000
+            : -np 1 "$A2A" "${COMMON[@]}" --config "$HERE/ece-required.toml" --wireup-timeout-ms 30000) ;;
+  # --enable-recovery: mpirun must not take the whole job down when the victim exits. The
+  # victim dies after its second connection; survivors give up on it after 30 s.
+  kill) JOB=("${MPI[@]}" --enable-recovery -np "$NP" "$A2A" "${COMMON[@]}" --kill-rank "$ODD" --kill-after-conns 2
+             --wireup-timeout-ms 30000) ;;
+  *) echo "a2a-check: unknown scenario '$SCENARIO'" >&2; exit 2 ;;
+esac
+
+OUT=$(mktemp) ERR=$(mktemp)
+trap 'rm -f "$OUT" "$ERR"' EXIT
+echo "a2a-check: ${JOB[*]}"
+t0=$(date +%s.%N)
+set +e
+timeout --kill-after=10 "$TIMEOUT" "${JOB[@]}" >"$OUT" 2>"$ERR"
+rc=$?
+set -e
+echo "a2a-check: mpirun exited $rc after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+# The human summary (stderr), without the engines' per-lane warnings of the fault scenarios.
+grep -v '^wireup WARN' "$ERR" | grep -v 'PMIX ERROR: BAD-PARAM' | tail -n 40 || true
+if ! jq -e . "$OUT" >/dev/null 2>&1; then
+  echo "a2a-check: FAILED: no JSON summary on stdout; stdout was:"; cat "$OUT"
+  exit 1
+fi
+jq -c '{ranks, lanes, connections, failed, lost, wall_s, conn_per_s, retries, rejects_received, failures}' "$OUT"
+
+fails=0
+expect() {  # expect JQ_EXPR MESSAGE: the expression must be true of the summary
+  if ! jq -e --argjson np "$NP" --argjson lanes "$LANES" --argjson odd "$ODD" "$1" "$OUT" >/dev/null; then
+    echo "a2a-check: FAILED: $2   [$1]"
+    fails=$((fails + 1))
+  fi
+}
+PAIRS=$((NP * (NP - 1) / 2))
+expect ".ranks == $NP and .lanes == $LANES and .planned == $((PAIRS * LANES))" "the job has the shape asked for"
+expect '.provider == "rdma" and (.device | length) > 0' "the rdma provider ran on a device"
+expect '.check.ran and .check.qpn_bad == 0 and .check.half_open == 0 and .check.data_bad == 0 and .check.errors == 0' \
+  "no QPN mismatch, no half-open connection, no bad SEND/RECV, no error"
+expect '.verified' "every established connection between live ranks passed the QPN cross-check and the SEND both ways"
+expect '.check.qpn_ok == .connections and .check.send_ok == 2 * .connections and .check.recv_ok == 2 * .connections' \
+  "checks cover every connection, both ways"
+case "$SCENARIO" in
+  all)
+    [ "$rc" = 0 ] || { echo "a2a-check: FAILED: exit status $rc, expected 0"; fails=$((fails + 1)); }
+    expect '.connections == .planned and .failed == 0' "every planned connection is established"
+    ;;
+  ece)
+    [ "$rc" = 3 ] || { echo "a2a-check: FAILED: exit status $rc, expected 3 (some connections failed)"; fails=$((fails + 1)); }
+    expect '.failed == $odd * $lanes and .connections == .planned - $odd * $lanes' \
+      "exactly the odd rank's connections failed"
+    expect '(.rejects_received["35"] // 0) > 0' "the reject path shows: IB reject reason 35 was received"
+    expect '[.failed_peers[] | select(.rank == $odd) | .reported_by] == [[range(0; $odd)]]' \
+      "every other rank reports the odd rank"
+    expect '[.failed_peers[] | select(.rank != $odd) | .reported_by == [$odd]] | all' \
+      "nobody but the odd rank reports anyone else"
+    expect '[.failed_peers[].kinds | keys[]] | all(. == "rejected(35)" or . == "ece_rejected")' \
+      "every failure is an ECE refusal"
+    ;;
+  kill)
+    expect '.dead_ranks == [$odd]' "the summary names the killed rank"
+    expect '.connections == (($np - 1) * ($np - 2) / 2) * $lanes' "every connection among the survivors stands"
+    expect '[.failed_peers[] | select(.rank == $odd) | .reported_by] == [[range(0; $odd)]]' \
+      "every survivor reports the dead rank"
+    expect '[.failed_peers[] | select(.rank == $odd) | .lanes] == [$odd * $lanes]' \
+      "each survivor reports every lane of the dead rank: failed, or disconnected/lost after wireup"
+    expect '[.failed_peers[] | .rank] == [$odd]' "no survivor reports another survivor"
+    ;;
+esac
+if ((fails)); then
+  echo "a2a-check: $fails expectation(s) failed; last lines of stderr:"
+  tail -n 20 "$ERR"
+  exit 1
+fi
+echo "a2a-check: ok ($SCENARIO, np $NP, lanes $LANES)"
