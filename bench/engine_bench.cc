@@ -10,6 +10,8 @@
 //    path lower bound computed from the same latency model.
 //  - Ece / PrivateData: the pure functions on the per-connection path.
 #include <benchmark/benchmark.h>
+
+#include "live_heap.h"
 #include <malloc.h>
 #include <time.h>
 
@@ -27,25 +29,6 @@
 #include "wireup/private_data.h"
 #include "wireup/sim_drive.h"
 
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-std::atomic<int64_t> g_live{0};
-}  // namespace
-
-// Live heap bytes, counted by replacing the global allocation functions of this binary.
-void* operator new(size_t n) {
-  void* p = std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  g_live.fetch_add(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
-  return p;
-}
-void operator delete(void* p) noexcept {
-  if (p == nullptr) return;
-  g_live.fetch_sub(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
-  std::free(p);
-}
-void operator delete(void* p, size_t) noexcept { operator delete(p); }
 
 namespace wireup {
 namespace {
@@ -132,26 +115,26 @@ void BM_EngineVsMesh(benchmark::State& state) {
     {
       SimConfig cfg;
       cfg.latency = LatencyModel::zero();
-      const int64_t b0 = g_live.load();
+      const int64_t b0 = wireup::bench::live_heap_bytes();
       const double t0 = cpu_s();
       SimFabric fab(cfg);
       add_nodes(fab, n);
       prov::sim::SimMesh mesh(fab);
       mesh_all_to_all(fab, mesh, n);
       mesh_cpu += cpu_s() - t0;
-      mesh_bytes = g_live.load() - b0;
+      mesh_bytes = wireup::bench::live_heap_bytes() - b0;
     }
     {
       SimConfig cfg;
       cfg.latency = LatencyModel::zero();
-      const int64_t b0 = g_live.load();
+      const int64_t b0 = wireup::bench::live_heap_bytes();
       const double t0 = cpu_s();
       SimFabric fab(cfg);
       add_nodes(fab, n);
       auto job = make_job(fab, n, 1);
       run(fab, *job);
       engine_cpu += cpu_s() - t0;
-      engine_bytes = g_live.load() - b0;
+      engine_bytes = wireup::bench::live_heap_bytes() - b0;
     }
   }
   const double it = double(state.iterations());

@@ -5,6 +5,8 @@
 // bytes = allocated - freed, by malloc_usable_size), so they include every container the sim
 // and the driver keep, not an estimate from sizeof.
 #include <benchmark/benchmark.h>
+
+#include "live_heap.h"
 #include <malloc.h>
 
 #include <atomic>
@@ -16,25 +18,6 @@
 #include "provider/sim/mesh.h"
 #include "provider/sim/queue.h"
 
-// GCC cannot see that the replacement operators below pair malloc with free.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-namespace {
-std::atomic<int64_t> g_live{0};
-}  // namespace
-
-void* operator new(size_t n) {
-  void* p = std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  g_live.fetch_add(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
-  return p;
-}
-void operator delete(void* p) noexcept {
-  if (p == nullptr) return;
-  g_live.fetch_sub(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
-  std::free(p);
-}
-void operator delete(void* p, size_t) noexcept { operator delete(p); }
 
 namespace wireup::prov::sim {
 namespace {
@@ -46,19 +29,19 @@ void BM_SimMesh(benchmark::State& state) {
   uint64_t events = 0, cm_events = 0, connections = 0;
   double per_node = 0, per_conn = 0, virt = 0;
   for (auto _ : state) {
-    const int64_t live0 = g_live.load();
+    const int64_t live0 = wireup::bench::live_heap_bytes();
     auto fabp = std::make_unique<SimFabric>(SimConfig{.seed = 1});
     SimFabric& fab = *fabp;
     for (uint32_t i = 0; i < nodes; ++i) fab.provider(fab.add_node());
-    const int64_t live1 = g_live.load();
+    const int64_t live1 = wireup::bench::live_heap_bytes();
     auto meshp = std::make_unique<SimMesh>(fab);
     SimMesh& mesh = *meshp;
     if (!mesh.listen_all()) state.SkipWithError("listen_all failed");
-    const int64_t live2 = g_live.load();
+    const int64_t live2 = wireup::bench::live_heap_bytes();
     for (uint32_t i = 0; i < nodes; ++i)
       for (uint32_t k = 1; k <= fanout; ++k) (void)mesh.connect(i, (i + k) % nodes);
     MeshReport r = mesh.run(std::chrono::seconds(600));
-    const int64_t live3 = g_live.load();
+    const int64_t live3 = wireup::bench::live_heap_bytes();
     if (r.established != r.planned) state.SkipWithError("not every connection was established");
     events += fab.stats().events_processed;
     cm_events += r.cm_events;
