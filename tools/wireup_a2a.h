@@ -131,6 +131,7 @@ struct RankReport {
   uint32_t rank = 0;
   std::string device;
   double wireup_s = 0;             // start() -> done(), this rank
+  double user_s = 0, sys_s = 0;    // CPU of this process meanwhile, user and system (0 on sim)
   uint64_t planned = 0;            // (peer, lane) slots of this rank
   uint64_t active_to_live = 0;     // established as the active side, peer alive: counts a connection once
   uint64_t lost = 0;               // established with a rank that died afterwards
@@ -180,6 +181,7 @@ struct Summary {
   // failed peer -> ranks reporting it -> lanes by kind, summed over the reporters
   std::map<uint32_t, std::pair<std::set<uint32_t>, std::map<std::string, uint64_t>>> failed_peers;
   CheckCounts check;               // summed over ranks
+  double user_s = 0, sys_s = 0;    // summed over ranks
   double slowest_rank_s = 0;
   uint32_t slowest_rank = 0;
 };

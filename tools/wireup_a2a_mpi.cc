@@ -8,6 +8,7 @@
 // it. mpirun must be told not to abort the job when a process dies (--enable-recovery), and the
 // survivors skip MPI_Finalize, whose global fence would wait for the dead rank forever.
 #include <mpi.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -26,6 +27,12 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kAddrSlot = 1 + kAddressBytesMax;  // length byte, then the address bytes
 constexpr auto kRoundEvery = std::chrono::milliseconds(200);
 constexpr auto kPrintEvery = std::chrono::seconds(1);
+// How long the loop sleeps in Engine::wait when there is nothing to do. The engine wakes at
+// once for a CM event or its own next timer, so this only bounds how late an MPI progress
+// round is noticed. Short sleeps are not free: in the TCG VM a wakeup (poll, progress, MPI_Test)
+// cost ~0.1 ms of CPU, and at 1-2 ms per sleep the ranks that were done or waiting took a
+// quarter of the two vCPUs away from the ranks still connecting.
+constexpr auto kIdleWait = std::chrono::milliseconds(20);
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -57,8 +64,16 @@ void mpi_off_the_device() {
 
 struct Wireup {
   double seconds = 0;
+  double user_s = 0, sys_s = 0;  // this process's CPU time meanwhile
   Status error;
 };
+
+std::pair<double, double> cpu_seconds() {  // user, system
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
+  return {s(u.ru_utime), s(u.ru_stime)};
+}
 
 // The victim: wires up like everyone else and dies at the trigger, like a crashed process.
 [[noreturn]] void run_victim(const Options& o, Engine& e, int rank) {
@@ -90,17 +105,24 @@ Wireup run_wireup(const Options& o, Engine& e, MPI_Comm live, uint64_t planned) 
   MPI_Comm_size(live, &ln);
   Wireup out;
   const auto t0 = Clock::now();
+  const auto cpu0 = cpu_seconds();
   auto last_round = t0 - kRoundEvery, last_print = t0;
   bool done = false, printed = false;
   MPI_Request req = MPI_REQUEST_NULL;
   uint64_t send[3] = {}, recv[3] = {}, shown = 0;
   for (;;) {
+    // Progress goes on after this rank is done: the steady channel still reports peers that
+    // disconnect (a rank that died, say) while the others finish.
     int work = 0;
-    if (!done) {
+    if (out.error.is_ok()) {
       auto w = e.progress();
       if (!w) out.error = w.error();
       work = w ? *w : 0;
-      if (!w || e.done()) done = true, out.seconds = since(t0);
+    }
+    if (!done && (!out.error.is_ok() || e.done())) {
+      done = true, out.seconds = since(t0);
+      const auto cpu = cpu_seconds();
+      out.user_s = cpu.first - cpu0.first, out.sys_s = cpu.second - cpu0.second;
     }
     const auto now = Clock::now();
     if (req == MPI_REQUEST_NULL && (done || now - last_round >= kRoundEvery)) {
@@ -111,15 +133,22 @@ Wireup run_wireup(const Options& o, Engine& e, MPI_Comm live, uint64_t planned) 
       last_round = now;
     }
     int flag = 0;
-    MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    if (req != MPI_REQUEST_NULL) MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
     if (flag) {
+      // A sum no job can produce means the ranks disagree about the rounds: say so and stop
+      // rather than wait forever for a done count that cannot come.
+      if (recv[2] > uint64_t(ln) || recv[0] > planned) {
+        std::fprintf(stderr, "wireup_a2a: rank %d: impossible progress round (%llu established, %llu done of %d)\n",
+                     lr, (unsigned long long)recv[0], (unsigned long long)recv[2], ln);
+        MPI_Abort(live, 1);
+      }
       if (recv[2] == uint64_t(ln)) break;
       if (lr == 0 && o.progress && now - last_print >= kPrintEvery) {
         progress_line(recv[0], planned, recv[1], since(t0));
         last_print = now, printed = true, shown = recv[0];
       }
     }
-    if (work == 0) (void)e.wait(std::chrono::milliseconds(done ? 1 : 2));
+    if (work == 0) (void)e.wait(kIdleWait);
   }
   if (lr == 0 && printed && recv[0] != shown) progress_line(recv[0], planned, recv[1], since(t0));
   return out;
@@ -245,6 +274,7 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   if (!st) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, st.message().c_str());
   if (victim) run_victim(o, *re.engine, wr);
   Wireup w = run_wireup(o, *re.engine, live, planned);
+  if (w.error.is_ok()) (void)re.engine->progress();  // steady events that came meanwhile
   if (!w.error) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.message().c_str());
 
   // --- checks, among the live ranks --------------------------------------------------------
@@ -256,6 +286,7 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   double wall = 0;
   MPI_Reduce(&w.seconds, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, live);
   RankReport rep = make_report(uint32_t(wr), re, w.seconds, dead);
+  rep.user_s = w.user_s, rep.sys_s = w.sys_s;
   if (o.verify) {
     qpn_exchange(*re.engine, live, world_of, uint32_t(wr), uint32_t(wn), lanes, rep.check);
     if (Status d = data_exchange(o, re, live, uint32_t(wr), dead, rep.check); !d)

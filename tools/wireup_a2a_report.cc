@@ -1,6 +1,7 @@
 // What one rank contributes to the job summary, and a text form for gathering it over MPI.
 // One record per line, "<tag> <fields...>"; names never contain blanks, problem texts run to
 // the end of their line.
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <sstream>
@@ -10,8 +11,14 @@
 namespace wireup::a2a {
 namespace {
 
+// "rejected(35)", "local_error(not_supported)", "timed_out": the kind, and what tells its cases apart.
 std::string failure_kind(const cm::Failure& f) {
   if (f.kind == cm::FailKind::rejected) return "rejected(" + std::to_string(f.status) + ")";
+  if (f.kind == cm::FailKind::local_error) {
+    std::string code = to_string(f.error.code);  // "not supported": no blanks in a report field
+    std::replace(code.begin(), code.end(), ' ', '_');
+    return "local_error(" + code + ")";
+  }
   return cm::to_string(f.kind);
 }
 
@@ -59,6 +66,8 @@ std::string serialize(const RankReport& r) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9f", r.wireup_s);
   o << "wireup_s " << buf << "\n";
+  std::snprintf(buf, sizeof buf, "%.6f %.6f", r.user_s, r.sys_s);
+  o << "cpu " << buf << "\n";
   o << "n " << r.planned << " " << r.active_to_live << " " << r.lost << " " << r.connects_started << " "
     << r.retries << " " << r.failed << " " << r.superseded << " " << r.strangers << " " << r.events << "\n";
   for (auto& [k, v] : r.rejects_received) o << "rr " << k << " " << v << "\n";
@@ -101,6 +110,8 @@ Result<RankReport> deserialize(std::string_view text) {
       ok = bool(l >> r.device);
     } else if (tag == "wireup_s") {
       ok = bool(l >> r.wireup_s);
+    } else if (tag == "cpu") {
+      ok = bool(l >> r.user_s >> r.sys_s);
     } else if (tag == "n") {
       ok = bool(l >> r.planned >> r.active_to_live >> r.lost >> r.connects_started >> r.retries >> r.failed >>
                 r.superseded >> r.strangers >> r.events);

@@ -76,6 +76,7 @@ Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports) {
     s.strangers += r.strangers;
     s.superseded += r.superseded;
     s.events += r.events;
+    s.user_s += r.user_s, s.sys_s += r.sys_s;
     for (auto& [k, v] : r.rejects_received) s.rejects_received[k] += v;
     for (auto& [k, v] : r.rejects_sent) s.rejects_sent[k] += v;
     for (auto& [k, v] : r.failures) s.failures[k] += v;
@@ -127,6 +128,10 @@ std::string human(const Summary& s) {
   o += "\n";
   o += "wall time    " + fmt("%.3f s", s.job.wall_s) + "   " + fmt("%.1f connections/s", s.conn_per_s) +
        "   (slowest rank " + std::to_string(s.slowest_rank) + fmt(": %.3f s)", s.slowest_rank_s) + "\n";
+  if (s.user_s + s.sys_s > 0 && s.connections > 0)
+    o += "cpu          " + fmt("%.3f s user + ", s.user_s) + fmt("%.3f s system", s.sys_s) +
+         " in the ranks during wireup, " +
+         fmt("%.2f ms per connection", (s.user_s + s.sys_s) * 1e3 / double(s.connections)) + "\n";
   if (s.job.verified) {
     o += "checks       QPN cross-check " + std::to_string(s.check.qpn_ok) + "/" + std::to_string(s.connections) +
          " ok";
@@ -178,6 +183,7 @@ std::string to_json(const Summary& s) {
   o += ",\"planned\":" + std::to_string(s.planned) + ",\"connections\":" + std::to_string(s.connections);
   o += ",\"failed\":" + std::to_string(s.failed) + ",\"lost\":" + std::to_string(s.lost);
   o += ",\"wall_s\":" + fmt("%.6f", s.job.wall_s) + ",\"conn_per_s\":" + fmt("%.2f", s.conn_per_s);
+  o += ",\"cpu_user_s\":" + fmt("%.6f", s.user_s) + ",\"cpu_sys_s\":" + fmt("%.6f", s.sys_s);
   o += ",\"provider\":" + quote(s.job.provider) + ",\"mode\":" + quote(s.job.mode) + ",\"device\":" + quote(s.device);
   o += ",\"slowest_rank\":{\"rank\":" + std::to_string(s.slowest_rank) + ",\"wireup_s\":" +
        fmt("%.6f", s.slowest_rank_s) + "}";
