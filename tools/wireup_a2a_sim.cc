@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "provider/sim/fabric.h"
+#include "wireup/sim_drive.h"
 #include "wireup_a2a.h"
 
 namespace wireup::a2a {
@@ -13,11 +14,6 @@ namespace {
 
 using prov::sim::LatencyModel;
 using prov::sim::SimDeviceSpec;
-
-// Engines only look at their channels when the fabric makes one readable; timers inside them
-// (retry backoff, the wireup deadline) are served by sweeping every unfinished engine this
-// often in virtual time, which delays a retry by at most this much.
-constexpr Nanos kSweep = std::chrono::milliseconds(5);
 
 LatencyModel model(const std::string& name) {
   if (name == "rxe_vm") return LatencyModel::rxe_vm();
@@ -34,9 +30,17 @@ uint64_t key_from(uint64_t seed) {  // splitmix64: a fixed, non-zero key per see
 
 struct SimRank {
   RankEngine re;
-  Nanos done_at{-1};
-  bool dead = false;
 };
+
+// When a rank was done, in virtual time: its last connection, if none failed. A failed pair is
+// settled at a retry's end or the wireup deadline, which nothing records: such a rank is taken
+// as done when the whole job was.
+Nanos done_at(const Engine& e, Nanos job_end) {
+  if (!e.errors().empty() || e.results().empty()) return job_end;
+  Nanos last{0};
+  for (const ConnResult& c : e.results()) last = std::max(last, c.timings.established);
+  return last;
+}
 
 void cross_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead, std::vector<CheckCounts>& out) {
   std::vector<std::unordered_map<uint64_t, QpnPair>> seen(ranks.size());
@@ -67,11 +71,12 @@ void data_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead,
   for (uint32_t r = 0; r < ranks.size(); ++r)
     if (dc[r])
       if (Status s = dc[r]->post_sends(); !s) out[r].problem(s.message()), ++out[r].errors;
-  // The simulated data path completes at once: two passes see every completion.
+  // The simulated data path completes at once: every completion is there for the polling
+  // (a poll takes at most 64).
   for (uint32_t r = 0; r < ranks.size(); ++r) {
     if (!dc[r]) continue;
     bool complete = false;
-    for (int pass = 0; pass < 2 && !complete; ++pass) {
+    for (size_t pass = 0; pass < 2 * dc[r]->size() / 64 + 2 && !complete; ++pass) {
       auto p = dc[r]->poll(out[r]);
       if (!p) out[r].problem(p.error().message()), ++out[r].errors;
       complete = !p || *p;
@@ -89,6 +94,8 @@ int run_sim(const Options& o) {
   const uint32_t n = o.sim_ranks;
   const uint32_t lanes = uint32_t(s.engine.lanes);
   if (o.kill_rank >= int64_t(n)) return std::fprintf(stderr, "wireup_a2a: --kill-rank is not a rank of this job\n"), 2;
+  if (o.kill_after_conns > 0)
+    return std::fprintf(stderr, "wireup_a2a: --kill-after-conns is for mpirun; on sim, a node dies at a time: --kill-after-ms\n"), 2;
 
   prov::sim::SimConfig sc;
   sc.seed = o.sim_seed;
@@ -106,91 +113,42 @@ int run_sim(const Options& o) {
     ranks[r].re = std::move(e).value();
     table.push_back(Peer{r, ranks[r].re.engine->local_address()});
   }
-  // Connection timings and the engine's first-attempt stamps use 0 as "not yet": start after
-  // the virtual epoch so that nothing happens at t = 0.
-  fab.run_until(fab.now() + std::chrono::milliseconds(1));
+  const uint64_t planned = uint64_t(n) * (n - 1) / 2 * lanes;
   for (uint32_t r = 0; r < n; ++r) {
     Status st = ranks[r].re.engine->set_peers(table);
     if (st) st = ranks[r].re.engine->start();
     if (!st) return std::fprintf(stderr, "wireup_a2a: rank %u: %s\n", r, st.message().c_str()), 1;
   }
-  const uint64_t planned = uint64_t(n) * (n - 1) / 2 * lanes;
   std::set<uint32_t> dead;
+  if (o.kill_rank >= 0) dead.insert(uint32_t(o.kill_rank));
   const Nanos t0 = fab.now();
-  if (o.kill_rank >= 0) {
-    dead.insert(uint32_t(o.kill_rank));
-    if (o.kill_after_ms >= 0) fab.kill_node(uint32_t(o.kill_rank), t0 + std::chrono::milliseconds(o.kill_after_ms));
-  }
   if (!o.json)
     std::fprintf(stderr, "[a2a] sim: %u ranks x %u lanes = %llu connections, latency model %s\n", n, lanes,
                  (unsigned long long)planned, o.sim_latency.c_str());
 
-  // --- the event loop -----------------------------------------------------------------------
-  const auto real0 = std::chrono::steady_clock::now();
-  auto last_print = real0;
-  uint32_t live_left = n - uint32_t(dead.size());
-  std::vector<uint32_t> queue(n), next;
-  for (uint32_t r = 0; r < n; ++r) queue[r] = r;
-  std::vector<uint8_t> queued(n, 1);
-  Nanos next_sweep = t0 + kSweep;
-  const Nanos bound = t0 + s.engine.wireup_timeout + std::chrono::seconds(60);
-  int errors = 0;
-  while (live_left > 0) {
-    for (uint32_t r : queue) {
-      queued[r] = 0;
-      SimRank& sr = ranks[r];
-      if (sr.dead || sr.done_at.count() >= 0) continue;
-      if (o.kill_rank == int(r) && o.kill_after_ms >= 0 && fab.now() >= t0 + std::chrono::milliseconds(o.kill_after_ms)) {
-        sr.dead = true;
-        continue;
-      }
-      auto w = sr.re.engine->progress();
-      if (!w) std::fprintf(stderr, "wireup_a2a: rank %u: %s\n", r, w.error().message().c_str()), ++errors;
-      const Engine& e = *sr.re.engine;
-      if (o.kill_rank == int(r) && o.kill_after_conns > 0 &&
-          e.stats().established_active + e.stats().established_passive >= uint64_t(o.kill_after_conns)) {
-        fab.kill_node(r, fab.now());
-        sr.dead = true;
-        continue;
-      }
-      if (!w || e.done()) {
-        sr.done_at = fab.now();
-        if (!dead.count(r)) --live_left;
-      } else if (*w > 0 && !queued[r]) {
-        next.push_back(r), queued[r] = 1;
-      }
-    }
-    queue.swap(next);
-    next.clear();
-    if (o.kill_rank >= 0 && ranks[uint32_t(o.kill_rank)].done_at.count() >= 0 && !ranks[uint32_t(o.kill_rank)].dead) {
-      ranks[uint32_t(o.kill_rank)].dead = true;  // done before its trigger: it dies now
-      fab.kill_node(uint32_t(o.kill_rank), fab.now());
-    }
-    while (queue.empty() && live_left > 0) {
-      if (fab.now() > bound) {
-        std::fprintf(stderr, "wireup_a2a: sim: engines not done %lld s of virtual time after start\n",
-                     (long long)std::chrono::duration_cast<std::chrono::seconds>(fab.now() - t0).count());
-        return 1;
-      }
-      if (fab.next_time() <= next_sweep) {
-        fab.step();
-      } else {
-        fab.run_until(next_sweep);
-        next_sweep += kSweep;
-        for (uint32_t r = 0; r < n; ++r)
-          if (!ranks[r].dead && ranks[r].done_at.count() < 0 && !queued[r]) queue.push_back(r), queued[r] = 1;
-      }
-      for (const prov::sim::SimFabric::Ready& rd : fab.take_ready())
-        if (rd.node < n && !queued[rd.node]) queue.push_back(rd.node), queued[rd.node] = 1;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (o.progress && now - last_print >= std::chrono::seconds(1)) {
-      uint64_t up = 0, retries = 0;
-      for (const SimRank& sr : ranks) up += sr.re.engine->stats().established_active, retries += sr.re.engine->stats().retries;
-      progress_line(up, planned, retries, std::chrono::duration<double>(fab.now() - t0).count());
-      last_print = now;
-    }
+  // --- the event loop: only engines with a ready channel or a due timer are progressed ------
+  std::vector<Engine*> engines;
+  for (SimRank& sr : ranks) engines.push_back(sr.re.engine.get());
+  const Nanos bound = s.engine.wireup_timeout + std::chrono::seconds(60);
+  SimDriveReport total;
+  auto drive = [&](Nanos for_at_most) -> Status {
+    auto d = sim_drive(fab, engines, for_at_most);
+    if (!d) return d.error();
+    total.progress_calls += d->progress_calls, total.fabric_steps += d->fabric_steps, total.wall_s += d->wall_s;
+    total.virtual_end = d->virtual_end;
+    return Status::ok();
+  };
+  if (o.kill_rank >= 0) {
+    // Up to the victim's death, then without it: its node stops and its engine is never
+    // progressed again, as if its process were gone.
+    const Nanos kill_at = t0 + std::chrono::milliseconds(o.kill_after_ms);
+    if (Status st = drive(kill_at - t0); !st && st.code() != ErrorCode::timed_out)
+      return std::fprintf(stderr, "wireup_a2a: sim: %s\n", st.message().c_str()), 1;
+    if (fab.now() < kill_at) fab.run_until(kill_at);
+    fab.kill_node(uint32_t(o.kill_rank), fab.now());
+    engines[size_t(o.kill_rank)] = nullptr;
   }
+  if (Status st = drive(bound); !st) return std::fprintf(stderr, "wireup_a2a: sim: %s\n", st.message().c_str()), 1;
 
   // --- checks and the summary ---------------------------------------------------------------
   std::vector<CheckCounts> checks(n);
@@ -202,19 +160,18 @@ int run_sim(const Options& o) {
   double wall = 0;
   for (uint32_t r = 0; r < n; ++r) {
     if (dead.count(r)) continue;
-    const double secs = std::chrono::duration<double>(ranks[r].done_at - t0).count();
+    const double secs = std::chrono::duration<double>(done_at(*ranks[r].re.engine, total.virtual_end) - t0).count();
     wall = std::max(wall, secs);
     reports.push_back(make_report(r, ranks[r].re, secs, dead));
     reports.back().check = checks[r];
   }
-  if (errors) reports[0].check.errors += uint64_t(errors), reports[0].check.problem("engine progress failed (see above)");
   JobInfo job{n, lanes, "sim", "sim, latency model " + o.sim_latency + ", seed " + std::to_string(o.sim_seed), wall,
               o.verify, dead};
   Summary sum = summarize(job, reports);
   print_summary(sum, o.json);
   if (!o.json)
-    std::fprintf(stderr, "[a2a] sim: %.1f s of real time for %.3f s of virtual time\n",
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - real0).count(), wall);
+    std::fprintf(stderr, "[a2a] sim: %.1f s of real time for %.3f s of virtual time (%llu progress calls)\n",
+                 total.wall_s, wall, (unsigned long long)total.progress_calls);
   for (SimRank& sr : ranks) sr.re.engine.reset(), sr.re.factory.reset();  // before the fabric
   return exit_status(sum);
 }
