@@ -202,6 +202,76 @@ Status data_exchange(const Options& o, RankEngine& re, MPI_Comm live, uint32_t m
   return Status::ok();
 }
 
+// What a rank needs before wireup; any failure is the rank's own, reported by all_ok().
+struct RankSetup {
+  std::unique_ptr<prov::Provider> provider;
+  std::optional<config::Config> cfg;
+  Endpoint ep;
+};
+
+Status setup_rank(const Options& o, RankSetup& out) {
+  auto c = load_config(o);
+  if (!c) return c.error();
+  out.cfg = std::move(c).value();
+  auto p = prov::create_rdma_provider();
+  if (!p) return p.error();
+  out.provider = std::move(p).value();
+  auto e = choose_endpoint(*out.provider, out.cfg->settings(), o);
+  if (!e) return e.error();
+  out.ep = *e;
+  return Status::ok();
+}
+
+// MPI_Allgather of fixed-size slots: a length byte, then the engine's address bytes.
+std::vector<Peer> exchange_addresses(const Engine& e, int nranks) {
+  std::vector<uint8_t> mine(kAddrSlot, 0), all(kAddrSlot * size_t(nranks));
+  const std::vector<uint8_t> addr = e.local_address();
+  mine[0] = uint8_t(addr.size());
+  std::copy(addr.begin(), addr.end(), mine.begin() + 1);
+  MPI_Allgather(mine.data(), int(kAddrSlot), MPI_BYTE, all.data(), int(kAddrSlot), MPI_BYTE, MPI_COMM_WORLD);
+  std::vector<Peer> peers;
+  for (int r = 0; r < nranks; ++r) {
+    const uint8_t* a = all.data() + size_t(r) * kAddrSlot;
+    peers.push_back(Peer{uint32_t(r), std::vector<uint8_t>(a + 1, a + 1 + std::min<size_t>(a[0], kAddressBytesMax))});
+  }
+  return peers;
+}
+
+// Every live rank's report to live rank 0, which prints the summary; returns the job's exit
+// status, the same on every live rank.
+int summarize_job(const RankReport& rep, MPI_Comm live, const std::vector<int>& world_of, const JobInfo& job,
+                  bool json) {
+  int lr = 0, ln = 0;
+  MPI_Comm_rank(live, &lr);
+  MPI_Comm_size(live, &ln);
+  const std::string text = serialize(rep);
+  int len = int(text.size());
+  std::vector<int> lens(static_cast<size_t>(ln)), offs(static_cast<size_t>(ln));
+  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, live);
+  std::string gathered;
+  if (lr == 0) {
+    for (int i = 1; i < ln; ++i) offs[size_t(i)] = offs[size_t(i - 1)] + lens[size_t(i - 1)];
+    gathered.resize(size_t(offs[size_t(ln - 1)] + lens[size_t(ln - 1)]));
+  }
+  MPI_Gatherv(text.data(), len, MPI_CHAR, gathered.data(), lens.data(), offs.data(), MPI_CHAR, 0, live);
+  int status = 0;
+  if (lr == 0) {
+    std::vector<RankReport> reports;
+    for (int i = 0; i < ln; ++i) {
+      auto r = deserialize(std::string_view(gathered).substr(size_t(offs[size_t(i)]), size_t(lens[size_t(i)])));
+      if (!r)
+        std::fprintf(stderr, "wireup_a2a: report of rank %d: %s\n", world_of[size_t(i)], r.error().message().c_str());
+      else
+        reports.push_back(std::move(r).value());
+    }
+    Summary sum = summarize(job, reports);
+    print_summary(sum, json);
+    status = int(reports.size()) == ln ? exit_status(sum) : 1;
+  }
+  MPI_Bcast(&status, 1, MPI_INT, 0, live);
+  return status;
+}
+
 }  // namespace
 
 int run_mpi(const Options& o, int& argc, char**& argv) {
@@ -224,62 +294,37 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   if (o.kill_rank >= 0) dead.insert(uint32_t(o.kill_rank));
 
   // --- setup: every rank's failure is reported, then all stop --------------------------------
-  Status st;
-  std::unique_ptr<prov::Provider> provider;
-  std::optional<config::Config> cfg;
-  Endpoint ep;
-  auto c = load_config(o);
-  if (!c) st = c.error();
-  else cfg = std::move(c).value();
-  if (st) {
-    auto p = prov::create_rdma_provider();
-    if (!p) st = p.error();
-    else provider = std::move(p).value();
-  }
-  if (st) {
-    auto e = choose_endpoint(*provider, cfg->settings(), o);
-    if (!e) st = e.error();
-    else ep = *e;
-  }
-  if (!all_ok(MPI_COMM_WORLD, wr, st)) return MPI_Finalize(), 1;
-  const config::Settings& s = cfg->settings();
+  RankSetup rs;
+  if (!all_ok(MPI_COMM_WORLD, wr, setup_rank(o, rs))) return MPI_Finalize(), 1;
+  const config::Settings& s = rs.cfg->settings();
   uint64_t key = wr == 0 ? pick_job_key(o, s) : 0;
   MPI_Bcast(&key, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   RankEngine re;
-  auto made = make_engine(*provider, s, uint32_t(wr), uint32_t(wn), ep.listen, key);
-  if (!made) st = made.error();
-  else re = std::move(made).value();
+  Status st;
+  if (auto made = make_engine(*rs.provider, s, uint32_t(wr), uint32_t(wn), rs.ep.listen, key); made)
+    re = std::move(made).value();
+  else
+    st = made.error();
   if (!all_ok(MPI_COMM_WORLD, wr, st)) return MPI_Finalize(), 1;
+  if (!all_ok(MPI_COMM_WORLD, wr, re.engine->set_peers(exchange_addresses(*re.engine, wn))))
+    return MPI_Finalize(), 1;
 
-  // --- addresses, peers, start -----------------------------------------------------------------
-  std::vector<uint8_t> mine(kAddrSlot, 0), all(kAddrSlot * size_t(wn));
-  const std::vector<uint8_t> addr = re.engine->local_address();
-  mine[0] = uint8_t(addr.size());
-  std::copy(addr.begin(), addr.end(), mine.begin() + 1);
-  MPI_Allgather(mine.data(), int(kAddrSlot), MPI_BYTE, all.data(), int(kAddrSlot), MPI_BYTE, MPI_COMM_WORLD);
-  std::vector<Peer> peers(static_cast<size_t>(wn));
-  for (int r = 0; r < wn; ++r) {
-    const uint8_t* a = all.data() + size_t(r) * kAddrSlot;
-    peers[size_t(r)] = Peer{uint32_t(r), std::vector<uint8_t>(a + 1, a + 1 + std::min<size_t>(a[0], kAddressBytesMax))};
-  }
-  st = re.engine->set_peers(peers);
-  if (!all_ok(MPI_COMM_WORLD, wr, st)) return MPI_Finalize(), 1;
+  // --- wireup ----------------------------------------------------------------------------
   const uint32_t lanes = uint32_t(s.engine.lanes);
   const uint64_t planned = uint64_t(wn) * uint64_t(wn - 1) / 2 * lanes;
   if (wr == 0 && !o.json)
     std::fprintf(stderr, "[a2a] %d ranks x %u lanes = %llu connections; rank 0 on %s\n", wn, lanes,
-                 (unsigned long long)planned, ep.how.c_str());
+                 (unsigned long long)planned, rs.ep.how.c_str());
   MPI_Barrier(MPI_COMM_WORLD);
-  st = re.engine->start();
-  if (!st) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, st.message().c_str());
+  Status started = re.engine->start();
   if (victim) run_victim(o, *re.engine, wr);
   Wireup w = run_wireup(o, *re.engine, live, planned);
   if (w.error.is_ok()) (void)re.engine->progress();  // steady events that came meanwhile
-  if (!w.error) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.message().c_str());
+  if (!started.is_ok()) w.error = started.error();
+  if (!w.error.is_ok()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.message().c_str());
 
   // --- checks, among the live ranks --------------------------------------------------------
-  int lr = 0, ln = 0;
-  MPI_Comm_rank(live, &lr);
+  int ln = 0;
   MPI_Comm_size(live, &ln);
   std::vector<int> world_of(static_cast<size_t>(ln));
   MPI_Allgather(&wr, 1, MPI_INT, world_of.data(), 1, MPI_INT, live);
@@ -287,40 +332,15 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   MPI_Reduce(&w.seconds, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, live);
   RankReport rep = make_report(uint32_t(wr), re, w.seconds, dead);
   rep.user_s = w.user_s, rep.sys_s = w.sys_s;
+  if (!w.error.is_ok()) rep.check.problem("rank " + std::to_string(wr) + ": " + w.error.message()), ++rep.check.errors;
   if (o.verify) {
     qpn_exchange(*re.engine, live, world_of, uint32_t(wr), uint32_t(wn), lanes, rep.check);
     if (Status d = data_exchange(o, re, live, uint32_t(wr), dead, rep.check); !d)
       rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d.message()), ++rep.check.errors;
     MPI_Barrier(live);  // nobody tears down while a peer still polls
   }
-  if (!w.error || !st)
-    rep.check.problem("rank " + std::to_string(wr) + ": " + (st ? w.error : st).message()), ++rep.check.errors;
-
-  // --- reports to rank 0, the summary --------------------------------------------------------
-  const std::string text = serialize(rep);
-  int len = int(text.size());
-  std::vector<int> lens(static_cast<size_t>(ln)), offs(static_cast<size_t>(ln));
-  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, live);
-  std::string gathered;
-  if (lr == 0) {
-    for (int i = 1; i < ln; ++i) offs[size_t(i)] = offs[size_t(i - 1)] + lens[size_t(i - 1)];
-    gathered.resize(size_t(offs[size_t(ln - 1)] + lens[size_t(ln - 1)]));
-  }
-  MPI_Gatherv(text.data(), len, MPI_CHAR, gathered.data(), lens.data(), offs.data(), MPI_CHAR, 0, live);
-  int status = 0;
-  if (lr == 0) {
-    std::vector<RankReport> reports;
-    for (int i = 0; i < ln; ++i) {
-      auto r = deserialize(std::string_view(gathered).substr(size_t(offs[size_t(i)]), size_t(lens[size_t(i)])));
-      if (!r) std::fprintf(stderr, "wireup_a2a: report of rank %d: %s\n", world_of[size_t(i)], r.error().message().c_str());
-      else reports.push_back(std::move(r).value());
-    }
-    JobInfo job{uint32_t(wn), lanes, "rdma", "mpi", wall, o.verify, dead};
-    Summary sum = summarize(job, reports);
-    print_summary(sum, o.json);
-    status = int(reports.size()) == ln ? exit_status(sum) : 1;
-  }
-  MPI_Bcast(&status, 1, MPI_INT, 0, live);
+  const int status = summarize_job(rep, live, world_of, JobInfo{uint32_t(wn), lanes, "rdma", "mpi", wall, o.verify, dead},
+                                   o.json);
   std::fflush(nullptr);
   (void)re.engine->close(std::chrono::seconds(2));
   re.engine.reset();  // its QPs and ids before the factory's PD and CQ
