@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: installs what is missing, builds, runs the unit
-# tests on the host and the real-stack suite inside the soft-RoCE VM (one boot).
+# tests on the host and the real-stack suite inside the soft-RoCE VM (one boot); then the
+# unit suite again under ASan+UBSan+LSan (scripts/sanitize.sh, build-asan) and a short run of
+# every fuzz target (scripts/fuzz.sh, build-fuzz).
 #   scripts/test.sh [extra ctest args]      e.g. scripts/test.sh -L unit
-# Env: BUILD_DIR (default ./build), WIREUP_JOBS (default nproc).
+# Env: BUILD_DIR (default ./build), WIREUP_JOBS (default nproc);
+#      TEST_SANITIZE=0 skips the sanitizer suite, TEST_FUZZ_SECONDS (default 20 per target,
+#      0 skips the fuzz run). Exit status: non-zero if any of the three parts failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -15,16 +19,64 @@ cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWI
 cmake --build "$BUILD_DIR" -j "$JOBS"
 t1=$(date +%s)
 echo "test.sh: build took $((t1 - t0)) s"
+
+# Runs one part with its output teed to LOG; sets part_rc and part_secs.
+run_part() {
+  local log=$1
+  shift
+  local ts
+  ts=$(date +%s)
+  set +e
+  "$@" 2>&1 | tee "$log"
+  part_rc=${PIPESTATUS[0]}
+  set -e
+  part_secs=$(($(date +%s) - ts))
+}
+# ctest's own summary line ("100% tests passed, 0 tests failed out of N"), or "" if none.
+ctest_summary() { grep -E '^[0-9]+% tests passed' "$1" | tail -1 || true; }
+
 # in_vm tests run inside the VM through vm.suite, never directly on the host.
-set +e
-ctest --test-dir "$BUILD_DIR" --output-on-failure -LE in_vm "$@"
-rc=$?
-set -e
+# (a log of an earlier run must not pass for this one's)
+rm -f "$BUILD_DIR/tests/vm/Testing/Temporary/LastTest.log"
+run_part "$BUILD_DIR/test-main.log" ctest --test-dir "$BUILD_DIR" --output-on-failure -LE in_vm "$@"
+main_rc=$part_rc main_secs=$part_secs
 # vm.suite shows its inner output only on failure: print the inner result lines either way.
 inner=$BUILD_DIR/tests/vm/Testing/Temporary/LastTest.log
 if [ -f "$inner" ]; then
   echo "test.sh: inside the VM:"
   grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|^\[(engine|a2a|mpi)\]|tests? passed|Test time' "$inner" | sed 's/^/  vm| /' || true
 fi
-echo "test.sh: tests took $(($(date +%s) - t1)) s"
-exit $rc
+echo "test.sh: tests took $main_secs s"
+
+asan_rc=skip asan_secs=0
+if [ "${TEST_SANITIZE:-1}" != 0 ]; then
+  run_part "$BUILD_DIR/test-sanitize.log" scripts/sanitize.sh
+  asan_rc=$part_rc asan_secs=$part_secs
+fi
+fuzz_rc=skip fuzz_secs=0 fuzz_t=${TEST_FUZZ_SECONDS:-20}
+if [ "$fuzz_t" != 0 ]; then
+  run_part "$BUILD_DIR/test-fuzz.log" scripts/fuzz.sh -t "$fuzz_t"
+  fuzz_rc=$part_rc fuzz_secs=$part_secs
+fi
+
+status() { case $1 in skip) echo "skipped" ;; 0) echo "ok" ;; *) echo "FAILED (exit $1)" ;; esac; }
+echo
+echo "test.sh: summary (build $((t1 - t0)) s)"
+printf '  %-22s %-16s %5d s  %s\n' "tests" "$(status "$main_rc")" "$main_secs" \
+  "$(ctest_summary "$BUILD_DIR/test-main.log")"
+if [ "$asan_rc" != skip ]; then
+  printf '  %-22s %-16s %5d s  %s\n' "sanitizers (unit)" "$(status "$asan_rc")" "$asan_secs" \
+    "$(ctest_summary "$BUILD_DIR/test-sanitize.log")"
+else
+  printf '  %-22s %s\n' "sanitizers (unit)" "skipped (TEST_SANITIZE=0)"
+fi
+if [ "$fuzz_rc" != skip ]; then
+  printf '  %-22s %-16s %5d s  %s\n' "fuzz (${fuzz_t} s/target)" "$(status "$fuzz_rc")" "$fuzz_secs" \
+    "$(grep -E '^fuzz.sh: (no findings|[0-9]+ finding)' "$BUILD_DIR/test-fuzz.log" | tail -1 | sed 's/^fuzz.sh: //')"
+else
+  printf '  %-22s %s\n' "fuzz" "skipped (TEST_FUZZ_SECONDS=0)"
+fi
+for rc in "$main_rc" "$asan_rc" "$fuzz_rc"; do
+  [ "$rc" = skip ] || [ "$rc" = 0 ] || exit 1
+done
+exit 0

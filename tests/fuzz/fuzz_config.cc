@@ -9,15 +9,17 @@
 //
 // One known bug of the TOML parser is stepped around rather than re-found on every run:
 // toml++ 3.3.0 (Debian 12's libtomlplusplus3) reaches TOML_UNREACHABLE in
-// is_non_ascii_horizontal_whitespace() for U+00A1..U+0499 and U+FC06..U+FEFE wherever it
-// tests for whitespace (marzer/tomlplusplus#190, #295; fixed upstream by #305). The GCC-built
-// library wireup links reports a clean syntax error for every such code point (checked over
-// the whole BMP), so TOML text holding one is not handed to the parser here; every other
-// byte sequence, other non-ASCII text and invalid UTF-8 included, is.
+// is_non_ascii_horizontal_whitespace() for U+00A1..U+0499, U+2C5E..U+2FFF, U+3001..U+3057
+// and U+FB26..U+FEFE wherever it tests for whitespace (marzer/tomlplusplus#190, #295; fixed
+// upstream by #305). The GCC-built library wireup links reports a clean syntax error for
+// every such code point (checked over the whole BMP in nine positions), so TOML text holding
+// one is not handed to the parser here; every other byte sequence, other non-ASCII text and
+// invalid UTF-8 included, is.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "config/config.h"
 #include "fuzz_check.h"
@@ -41,20 +43,23 @@ void add_entry(std::string_view entry, wireup::config::LoadOptions& opts) {
   }
 }
 
-// True if `text` holds the UTF-8 encoding of a code point in U+00A1..U+0499 (C2 A1 .. D2 99)
-// or U+FC06..U+FEFE (EF B0 86 .. EF BB BE), at any byte offset.
+// True if `text` holds, at any byte offset, the UTF-8 encoding of a code point that sends
+// toml++ 3.3.0 to TOML_UNREACHABLE (the table below, computed from its lookup function).
 bool has_toml_unreachable_trigger(std::string_view text) {
-  for (size_t i = 0; i + 1 < text.size(); ++i) {
-    const auto b0 = static_cast<unsigned char>(text[i]), b1 = static_cast<unsigned char>(text[i + 1]);
-    if ((b1 & 0xC0) != 0x80) continue;
-    if ((b0 & 0xE0) == 0xC0) {
-      const unsigned cp = ((b0 & 0x1Fu) << 6) | (b1 & 0x3Fu);
-      if (cp >= 0xA1 && cp <= 0x499) return true;
-    } else if (b0 == 0xEF && i + 2 < text.size()) {
-      const auto b2 = static_cast<unsigned char>(text[i + 2]);
-      const unsigned cp = (0xFu << 12) | ((b1 & 0x3Fu) << 6) | (b2 & 0x3Fu);
-      if ((b2 & 0xC0) == 0x80 && cp >= 0xFC06 && cp <= 0xFEFE) return true;
+  constexpr std::pair<unsigned, unsigned> kBad[] = {
+      {0xA1, 0x499}, {0x2C5E, 0x2FFF}, {0x3001, 0x3057}, {0xFB26, 0xFEFE}};
+  auto cont = [&](size_t i) { return i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80; };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto b0 = static_cast<unsigned char>(text[i]);
+    unsigned cp = 0;
+    if ((b0 & 0xE0) == 0xC0 && cont(i + 1)) {
+      cp = ((b0 & 0x1Fu) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu);
+    } else if ((b0 & 0xF0) == 0xE0 && cont(i + 1) && cont(i + 2)) {
+      cp = ((b0 & 0x0Fu) << 12) | ((static_cast<unsigned char>(text[i + 1]) & 0x3Fu) << 6) |
+           (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
     }
+    for (const auto& [lo, hi] : kBad)
+      if (cp >= lo && cp <= hi) return true;
   }
   return false;
 }
