@@ -179,8 +179,8 @@ TEST(EngineSim, SteadyEventsReachTheTransport) {
     job->ranks[r].engine->on_steady_event([&seen, r](const SteadyEvent& e) { seen[r].push_back(e); });
   auto rep = drive(f, *job, 60s);
   ASSERT_TRUE(rep) << rep.error().message();
-  auto settle = [&] {
-    for (int i = 0; i < 200; ++i) {
+  auto settle = [&] {  // 3 s: past the IB CM's 2,048 ms TIMEWAIT
+    for (int i = 0; i < 600; ++i) {
       f.fabric().run_for(5ms);
       for (auto& rk : job->ranks) {
         auto w = rk.engine->progress();

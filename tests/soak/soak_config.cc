@@ -88,7 +88,7 @@ RunConfig draw(uint64_t seed) {
     c.removal_at = when();
   }
   // Mostly a timeout no healthy pair can reach (a dead peer costs a connect slot up to
-  // max_attempts x 73.7 s of UNREACHABLE); sometimes one that cuts the wireup short.
+  // max_attempts x 98.3 s of UNREACHABLE); sometimes one that cuts the wireup short.
   c.wireup_timeout = coin(0.15) ? Nanos(static_cast<int64_t>(real(1e6, 2e9))) : std::chrono::seconds(3600);
   c.close_drain = coin(0.5) ? Nanos{0} : std::chrono::milliseconds(20);
   return c;

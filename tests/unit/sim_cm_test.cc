@@ -39,13 +39,13 @@ SimConfig with_rule(MessageRule r) {
   return c;
 }
 
-constexpr Nanos kAttempt = 4608ms;  // 2 x 256 ms packet lifetime + 4096 ms response timeout
+constexpr Nanos kAttempt = 6144ms;  // 2 x 1024 ms packet lifetime + 4096 ms response timeout
 
 TEST(SimCm, ProtocolTimersFollowTheKernelConstants) {
   LatencyModel m;
   EXPECT_EQ(m.cm_attempt_timeout(), kAttempt);
-  EXPECT_EQ(m.timewait(), 512ms);
-  EXPECT_EQ(m.mra_timeout(), 65536ms + 512ms);
+  EXPECT_EQ(m.timewait(), 2048ms);
+  EXPECT_EQ(m.mra_timeout(), 65536ms + 2048ms);
   EXPECT_EQ(LatencyModel::cm_time(20), 4096ms);
 }
 
@@ -76,9 +76,9 @@ TEST(SimCm, MraKeepsASlowPassiveSideAlive) {
   ASSERT_TRUE(a);
   const Nanos t0 = f.fab.now();
   ASSERT_TRUE(a->id->connect(ConnParam{}));
-  // The passive consumer sits on its CONNECT_REQUEST for 100 s: longer than the 73.7 s
+  // The passive consumer sits on its CONNECT_REQUEST for 120 s: longer than the 98.3 s
   // the active side would wait without MRA.
-  f.fab.run_until(t0 + 100s);
+  f.fab.run_until(t0 + 120s);
   EXPECT_GE(f.fab.stats().mra_sent, 1u);
   EXPECT_EQ(f.fab.stats().unreachable, 0u);
   auto req = l->ch->get_event();
@@ -91,7 +91,7 @@ TEST(SimCm, MraKeepsASlowPassiveSideAlive) {
   auto resp = next_event(f.provider(1), *a->ch, 10s);
   ASSERT_TRUE(resp) << resp.error().message();
   EXPECT_EQ(resp->type, CmEventType::connect_response);
-  EXPECT_EQ(f.fab.now(), t0 + 100s);
+  EXPECT_EQ(f.fab.now(), t0 + 120s);
 }
 
 TEST(SimCm, DuplicateReqMakesOneRequest) {
@@ -209,7 +209,7 @@ TEST(SimCm, DisconnectHandshakeThenTimewaitExit) {
   auto tw = next_event(f.provider(1), *p->active.ch);
   ASSERT_TRUE(tw);
   EXPECT_EQ(tw->type, CmEventType::timewait_exit);
-  EXPECT_EQ(f.fab.now() - t1, 512ms);
+  EXPECT_EQ(f.fab.now() - t1, 2048ms);
   auto tw0 = next_event(f.provider(0), *l->ch);
   ASSERT_TRUE(tw0);
   EXPECT_EQ(tw0->type, CmEventType::timewait_exit);
@@ -349,7 +349,7 @@ TEST(SimCm, InitQpAttrFollowsWhatTheCmKnows) {
   ASSERT_TRUE(prts);
   EXPECT_EQ(prts->mask, qp_mask::state | qp_mask::sq_psn | qp_mask::timeout | qp_mask::retry_cnt |
                             qp_mask::rnr_retry | qp_mask::max_qp_rd_atomic);
-  EXPECT_EQ(prts->attr.timeout, 17) << "packet lifetime 16 + 1";
+  EXPECT_EQ(prts->attr.timeout, 19) << "packet lifetime 18 + 1";
   ASSERT_TRUE(pid->accept(ConnParam{}));
   req->ack();
   ASSERT_TRUE(next_event(f.provider(1), *a->ch));

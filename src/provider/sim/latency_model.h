@@ -38,15 +38,17 @@ struct LatencyModel {
 
   // --- IB CM protocol constants (Linux drivers/infiniband/core) -----------------------------
   int cm_response_timeout = 20;  // cma.c CMA_CM_RESPONSE_TIMEOUT: 4.096 us * 2^20 ~ 4 s
-  int packet_lifetime = 16;      // cma.c CMA_IBOE_PACKET_LIFETIME (18 before Linux 5.x; 16 in 6.1)
+  // cma.c CMA_IBOE_PACKET_LIFETIME: 18 in Debian 12's Linux 6.1 (the VM measured ~6.1 s per
+  // REQ attempt, which is 2 x 2^10 ms + 2^12 ms), 16 in later kernels.
+  int packet_lifetime = 18;
   int max_cm_retries = 15;       // cma.c CMA_MAX_CM_RETRIES
   int mra_service_timeout = 24;  // cma.c CMA_CM_MRA_SETTING (IB_CM_MRA_FLAG_DELAY | 24), ~68 s
 
   // cm.c cm_convert_to_ms(): 4.096 us * 2^t, approximated as 2^(t - 8) ms.
   static Nanos cm_time(int t);
   // Per-attempt timeout of a REQ, REP or DREQ: 2 x packet lifetime + response timeout
-  // (cm.c ib_send_cm_req: timeout_ms). 4.608 s with the defaults; 16 attempts before the
-  // sender gives up (UNREACHABLE after ~73.7 s).
+  // (cm.c ib_send_cm_req: timeout_ms). 6.144 s with the defaults; 16 attempts before the
+  // sender gives up (UNREACHABLE after ~98.3 s).
   Nanos cm_attempt_timeout() const;
   // How long an MRA extends the peer's wait: service timeout + av timeout (cm.c cm_mra_handler).
   Nanos mra_timeout() const;
