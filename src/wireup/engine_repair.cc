@@ -208,6 +208,22 @@ void Engine::handle_rtu_lost(prov::CmEvent& ev, const WireHeader& h, const std::
   Slot& s = slots_.at(key(h.src_rank, h.lane));
   if (s.state == SlotState::failed)
     return answer_notice(ev, RejectCode::repair_refused, s, "this side gave up on the pair (see its errors)");
+  if (s.state == SlotState::in_flight && s.attempt == h.attempt && s.conn) {
+    // Still connecting with the attempt the peer has given up on: a REP that arrives late
+    // would make us established against a CM id that is gone. Drop it and retry now.
+    release_windows(s);
+    graveyard_.push_back(std::move(s.conn));
+    s.state = SlotState::waiting;
+    if (s.attempt < opt_.max_attempts) {
+      ++stats_.retries;
+      retry_at_.emplace(now() + backoff(s.attempt), key(s.peer, s.lane));
+      return answer_notice(ev, RejectCode::repair_pending, s, "attempt abandoned, a newer one follows");
+    }
+    answer_notice(ev, RejectCode::repair_refused, s, "no attempts left");
+    return give_up(s, rtu_lost_failure(s, 0,
+                                       "the peer's REP retries for attempt " + std::to_string(s.attempt) +
+                                           " ran out before we connected, and no attempts are left"));
+  }
   if (s.state != SlotState::established || s.attempt != h.attempt)
     return answer_notice(ev, RejectCode::repair_pending, s,
                          "not established with attempt " + std::to_string(h.attempt) + ": a newer attempt follows");
