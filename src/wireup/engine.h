@@ -177,7 +177,7 @@ class Engine {
   int grant_qps();
   void handle_request(prov::CmEvent& ev);
   // The RTU gap (see WireKind::rtu_lost): the active side's answer, the passive side's notice.
-  void handle_rtu_lost(prov::CmEvent& ev, const WireHeader& h, const std::string& source);
+  void handle_rtu_lost(prov::CmEvent& ev, const WireHeader& h);
   void answer_notice(prov::CmEvent& ev, RejectCode code, const Slot& s, const std::string& why);
   void tear_down_established(Slot& s);
   void start_notice(Slot& s);

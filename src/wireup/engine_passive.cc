@@ -45,7 +45,7 @@ int Engine::drain_setup() {
 void Engine::reject_stranger(prov::CmEvent& ev, RejectCode code, const std::string& why,
                              const std::string& source) {
   const bool identity = code != RejectCode::stale_attempt && code != RejectCode::duplicate &&
-                        code != RejectCode::shutting_down && code != RejectCode::local_failure;
+                        code != RejectCode::shutting_down;
   if (identity) ++stats_.strangers;
   stats_.rejects_sent[to_string(code)]++;
   // Once per source address (not per port: every request comes from a new id and port), so
@@ -90,7 +90,7 @@ void Engine::handle_request(prov::CmEvent& ev) {
                            source);
   if (!started_ || !setup_)
     return reject_stranger(ev, RejectCode::shutting_down, "not wiring up", source);
-  if (notice) return handle_rtu_lost(ev, *h, source);
+  if (notice) return handle_rtu_lost(ev, *h);
 
   Slot& s = slots_.at(key(h->src_rank, h->lane));
   if (h->attempt == 0 || h->attempt <= s.attempt)

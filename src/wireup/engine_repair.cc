@@ -202,8 +202,7 @@ void Engine::tear_down_established(Slot& s) {
   ++open_pairs_;
 }
 
-void Engine::handle_rtu_lost(prov::CmEvent& ev, const WireHeader& h, const std::string& source) {
-  (void)source;
+void Engine::handle_rtu_lost(prov::CmEvent& ev, const WireHeader& h) {
   ++stats_.rtu_lost_received;
   Slot& s = slots_.at(key(h.src_rank, h.lane));
   if (s.state == SlotState::failed)
