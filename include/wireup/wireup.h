@@ -302,7 +302,9 @@ size_t wireup_error_count(const wireup_t* w);
 wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_t* out);
 
 typedef enum wireup_event_type {
-  WIREUP_EVENT_DISCONNECTED = 1,   /* the peer disconnected (or its node went away) */
+  WIREUP_EVENT_DISCONNECTED = 1,   /* the peer disconnected (or its node went away); status
+                                      -ECONNRESET, name "RTU_LOST": the peer never got this
+                                      connection's RTU and has no connection behind it */
   WIREUP_EVENT_DEVICE_REMOVAL = 2, /* the device under the connection is going away */
   WIREUP_EVENT_ADDR_CHANGE = 3,    /* the local address moved (bonding failover, ...) */
   WIREUP_EVENT_TIMEWAIT_EXIT = 4,  /* the QP left timewait: its QPN may be reused */
@@ -314,7 +316,7 @@ typedef struct wireup_event {
   uint32_t lane;
   wireup_event_type_t type;
   int status;        /* the CM event's status */
-  const char* name;  /* the CM event's name ("DISCONNECTED") */
+  const char* name;  /* the CM event's name ("DISCONNECTED"), or "RTU_LOST" (see above) */
 } wireup_event_t;
 
 typedef void (*wireup_event_fn)(void* arg, const wireup_event_t* ev);

@@ -138,7 +138,8 @@ wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn_ptr, void* arg) 
       return WIREUP_OK;
     }
     w->engine->on_steady_event([fn_ptr, arg](const SteadyEvent& e) {
-      const wireup_event_t ev{e.peer, e.lane, event_type(e.type), e.status, prov::to_string(e.type)};
+      const wireup_event_t ev{e.peer, e.lane, event_type(e.type), e.status,
+                              e.rtu_lost ? "RTU_LOST" : prov::to_string(e.type)};
       fn_ptr(arg, &ev);
     });
     return WIREUP_OK;

@@ -35,6 +35,7 @@ const char* to_string(FailKind k) {
     case FailKind::local_error: return "local_error";
     case FailKind::disconnected: return "disconnected";
     case FailKind::timed_out: return "timed_out";
+    case FailKind::rtu_lost: return "rtu_lost";
   }
   return "?";
 }
@@ -134,6 +135,23 @@ Status Connection::connect(const qp::QpFactory& factory) {
   return s;
 }
 
+Status Connection::notify() {
+  if (state_ != State::route_resolved)
+    return Error::make(ErrorCode::invalid_state, "Connection::notify",
+                       std::string("in state ") + to_string(state_));
+  qpless_ = true;
+  prov::ConnParam p = spec_.param;
+  p.qp_num = 0;
+  p.private_data = spec_.private_data;
+  if (Status s = id_->connect(p); !s) {
+    fail(FailKind::local_error, s.error());
+    return s;
+  }
+  t_.request = now();
+  state_ = State::connecting;
+  return Status::ok();
+}
+
 Status Connection::accept(const qp::QpFactory& factory) {
   if (state_ != State::requested)
     return Error::make(ErrorCode::invalid_state, "Connection::accept",
@@ -157,7 +175,8 @@ Status Connection::accept(const qp::QpFactory& factory) {
     return id_->accept(p);
   }();
   if (!s) {
-    if (!refused) (void)id_->reject({});  // tell the peer now rather than letting it time out
+    // Tell the peer now rather than letting it time out, with a reason it retries on.
+    if (!refused) (void)id_->reject(spec_.reject_data);
     fail(refused ? FailKind::ece_rejected : FailKind::local_error, s.error());
     return s;
   }
@@ -183,7 +202,7 @@ void Connection::on_response(const prov::CmEvent& ev) {
     return id_->establish();
   }();
   if (!s) {
-    if (!refused) (void)id_->reject({});
+    if (!refused) (void)id_->reject(spec_.reject_data);
     fail(refused ? FailKind::ece_rejected : FailKind::local_error, s.error());
     return;
   }
@@ -210,6 +229,14 @@ void Connection::on_event(const prov::CmEvent& ev) {
       return;
     case CmEventType::connect_response:
       if (state_ != State::connecting) break;
+      if (qpless_) {
+        // Someone accepted a request that has no QP behind it: refuse the REP so that its
+        // side does not wait for an RTU, and report what happened.
+        (void)id_->reject(spec_.reject_data);
+        return fail(FailKind::local_error,
+                    Error::make(ErrorCode::protocol_error, "CONNECT_RESPONSE",
+                                "the peer accepted a request without a QP (qpn " + std::to_string(ev.qp_num) + ")"));
+      }
       return on_response(ev);
     case CmEventType::established:
       if (state_ != State::accepting) break;

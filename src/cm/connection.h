@@ -48,6 +48,7 @@ enum class FailKind : uint8_t {
   local_error,     // a local call failed (QP creation, modify, ...): see Failure::error
   disconnected,    // DISCONNECTED before the connection was established
   timed_out,       // the owner's deadline passed first
+  rtu_lost,        // passive: the peer never confirmed our REP (RTU) and cannot reconnect
 };
 const char* to_string(FailKind k);
 
@@ -73,6 +74,9 @@ struct Spec {
   prov::SockAddr remote;                // active: the peer's listen address
   std::optional<prov::SockAddr> local;  // active: source address to resolve from
   std::vector<uint8_t> private_data;    // REQ (active) or REP (passive)
+  // What a REJ carries when this side cannot make or move its QP, so that the peer reads
+  // a reason (a transient one) rather than an empty REJ.
+  std::vector<uint8_t> reject_data;
   int resolve_addr_timeout_ms = 2000;
   int resolve_route_timeout_ms = 2000;
   std::optional<uint8_t> tos;
@@ -95,6 +99,13 @@ class Connection {
 
   // Active, in route_resolved: QP from the factory, INIT, ECE offer, rdma_connect.
   Status connect(const qp::QpFactory& factory);
+  // Active, in route_resolved: rdma_connect with no QP at all (conn_param.qp_num 0): a
+  // request that only carries private data and is always answered with a REJ. The kernel
+  // takes qp_num from conn_param when the id has no QP and does not check it
+  // (ib_send_cm_req / cm_validate_req_param); QPN 0 is never an RC QP, so it cannot be
+  // mistaken for a real connection's QP. A CONNECT_RESPONSE to it is a protocol error.
+  Status notify();
+  bool qpless() const { return qpless_; }
   // Passive, in requested: QP, INIT, ECE answer (reject_ece if refused), RTR, RTS, accept.
   Status accept(const qp::QpFactory& factory);
   // Feeds one CM event of this connection's id. Errors end up in failure(), not here.
@@ -139,6 +150,7 @@ class Connection {
   std::optional<prov::Ece> offered_;
   ece::Report ece_;
   uint32_t remote_qpn_ = 0;
+  bool qpless_ = false;
   Failure failure_;
   Timings t_;
 };

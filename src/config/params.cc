@@ -149,6 +149,11 @@ const Param kParams[] = {
      .default_toml = "300000",
      .help = "Deadline for the whole wireup; peers not connected by then are reported failed.",
      .min = 1, .max = kDay, .store = WIREUP_STORE(engine, wireup_timeout)},
+    {.section = "engine", .key = "rtu_linger_ms", .type = T::duration_ms,
+     .default_toml = "150000",
+     .help = "How long a rank keeps its listener after its wireup ends, so that a peer whose REP "
+             "retries ran out (every RTU lost) can still ask about the connection; 0 = close at once.",
+     .min = 0, .max = kDay, .store = WIREUP_STORE(engine, rtu_linger)},
     {.section = "engine", .key = "lanes", .type = T::integer, .default_toml = "1",
      .help = "Connections per peer when the transport does not say.",
      .min = 1, .max = 1024, .store = WIREUP_STORE(engine, lanes)},

@@ -86,6 +86,7 @@ struct EngineSettings {
   milliseconds backoff_max{5000};
   double backoff_jitter = 0.25;  // fraction of the delay drawn at random
   milliseconds wireup_timeout{300000};
+  milliseconds rtu_linger{150000};  // listener kept after wireup for RTU-lost notices
   int lanes = 1;          // connections per peer
   uint64_t job_key = 0;   // 0: the transport must pass one through the API
   bool operator==(const EngineSettings&) const = default;

@@ -36,6 +36,7 @@ Engine::~Engine() {
   // Ids go before their channels (members are destroyed in reverse order, but the slots'
   // connections live in a map declared after the channels, so make the order explicit).
   graveyard_.clear();
+  notices_.clear();
   slots_.clear();
   listener_.reset();
 }
@@ -150,6 +151,11 @@ cm::Spec Engine::spec_for(const Slot& s) const {
   h.attempt = s.attempt;
   auto bytes = encode(h);
   spec.private_data.assign(bytes.begin(), bytes.end());
+  // Not a stranger's reject: it carries the pair, so the peer's PeerError names the reason.
+  h.kind = WireKind::reject;
+  h.reason = RejectCode::local_failure;
+  bytes = encode(h);
+  spec.reject_data.assign(bytes.begin(), bytes.end());
   spec.resolve_addr_timeout_ms = opt_.resolve_addr_timeout_ms;
   spec.resolve_route_timeout_ms = opt_.resolve_route_timeout_ms;
   spec.tos = opt_.tos;
@@ -296,8 +302,12 @@ void Engine::finish_slot(Slot& s) {
   }
   s.state = SlotState::established;
   --open_pairs_;
-  if (s.role == cm::Role::active) ++stats_.established_active;
-  else ++stats_.established_passive;
+  if (s.role == cm::Role::active) {
+    ++stats_.established_active;
+    last_active_established_ = now();
+  } else {
+    ++stats_.established_passive;
+  }
   stats_.record(c, s.first_start);
   ConnResult r;
   r.peer = s.peer;
@@ -335,6 +345,10 @@ void Engine::fail_slot(Slot& s, const cm::Failure& f) {
     // The peer drives retries of its own pairs; stay ready for its next attempt and report
     // this failure only if nothing better arrives before the deadline.
     passive_failures_[key(s.peer, s.lane)] = f;
+    // UNREACHABLE on the passive side means our REP retries ran out: either every REP was
+    // lost (the peer will retry with a newer attempt) or every RTU was (the peer is
+    // established and would never retry). Only the peer knows which: ask it.
+    if (f.kind == cm::FailKind::unreachable) start_notice(s);
     return;
   }
   if (retryable(f) && s.attempt < opt_.max_attempts) {
@@ -356,6 +370,10 @@ void Engine::give_up(Slot& s, const cm::Failure& f) {
 }
 
 void Engine::expire() {
+  // A notice still in flight has nobody left to act on its answer.
+  for (auto& [k, n] : notices_)
+    if (n.conn) graveyard_.push_back(std::move(n.conn));
+  notices_.clear();
   for (auto& [k, s] : slots_) {
     if (s.state == SlotState::established || s.state == SlotState::failed) continue;
     cm::Failure f;
@@ -379,8 +397,16 @@ void Engine::expire() {
   for (auto& q : qp_waiters_) q.clear();
 }
 
+Nanos Engine::linger_until() const {
+  if (last_active_established_ == cm::kUnset || opt_.rtu_linger <= Nanos{0}) return Nanos{0};
+  return last_active_established_ + opt_.rtu_linger;
+}
+
 void Engine::maybe_end_setup() {
   if (!started_ || open_pairs_ != 0 || !setup_) return;
+  // Every pair is settled, but a passive peer may still be re-sending the REP of a
+  // connection we initiated and will ask about it when its retries run out (rtu_linger).
+  if (now() < linger_until()) return;
   // Nobody needs our listener any more; turn away what is still queued, then close.
   listener_.reset();
   drain_setup();
@@ -401,6 +427,7 @@ Result<int> Engine::progress() {
   if (setup_) {
     work += start_connects();
     work += grant_qps();
+    work += start_notices();
   }
   graveyard_.clear();  // every event of these ids was acked in the drains above
   maybe_end_setup();
@@ -412,6 +439,9 @@ Status Engine::wait(Nanos timeout) {
   Nanos until = t + timeout;
   if (open_pairs_ > 0) until = std::min(until, deadline_);
   if (!retry_at_.empty() && in_flight_ < opt_.connect_window) until = std::min(until, retry_at_.begin()->first);
+  for (auto& [k, n] : notices_)
+    if (n.due != cm::kUnset) until = std::min(until, n.due);
+  if (open_pairs_ == 0 && setup_) until = std::min(until, linger_until());
   if (qp_ready()) until = t;
   if (until <= t) return Status::ok();
   std::vector<prov::EventChannel*> chans;
@@ -428,13 +458,16 @@ std::vector<int> Engine::fds() const {
 }
 
 Nanos Engine::next_wakeup() const {
-  if (!started_ || open_pairs_ == 0) return Nanos::max();
+  if (!started_) return Nanos::max();
   const Nanos t = now();
+  if (open_pairs_ == 0) return setup_ ? std::max(t, linger_until()) : Nanos::max();
   const bool room = in_flight_ < opt_.connect_window;
   if (room && next_start_ < start_order_.size()) return t;
   if (qp_ready()) return t;
   Nanos w = deadline_;
   if (room && !retry_at_.empty()) w = std::min(w, std::max(t, retry_at_.begin()->first));
+  for (auto& [k, n] : notices_)
+    if (n.due != cm::kUnset) w = std::min(w, std::max(t, n.due));
   return w;
 }
 
@@ -456,6 +489,8 @@ size_t Engine::live_ids() const {
   size_t n = listener_ ? 1 : 0;
   for (auto& [k, s] : slots_)
     if ((s.conn && s.conn->id()) || s.id) ++n;
+  for (auto& [k, x] : notices_)
+    if (x.conn && x.conn->id()) ++n;
   return n + graveyard_.size();
 }
 

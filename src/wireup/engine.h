@@ -46,6 +46,13 @@ struct EngineOptions {
   Nanos backoff_max = std::chrono::seconds(5);
   double backoff_jitter = 0.25;      // +-25% so that retries of many ranks do not align
   Nanos wireup_timeout = std::chrono::seconds(300);
+  // How long the listener stays open after wireup ends (done()) if this rank initiated a
+  // connection: the passive peer of that connection only learns that every RTU was lost when
+  // its REP retries run out (16 CM timeouts after the REP: 74 s in the sim, ~100 s on Linux
+  // 6.1) and then sends a rtu_lost notice here. Without a listener that notice meets REJ 8
+  // and this rank never hears of it; with one, it is answered and the loss is reported
+  // through a SteadyEvent. close() ends the linger. 0: close the listener at done().
+  Nanos rtu_linger = std::chrono::seconds(150);
   int resolve_addr_timeout_ms = 2000;
   int resolve_route_timeout_ms = 2000;
   std::optional<uint8_t> tos;
@@ -91,6 +98,10 @@ struct SteadyEvent {
   uint32_t lane = 0;
   prov::CmEventType type = prov::CmEventType::disconnected;
   int status = 0;
+  // The passive peer reported that it never got this connection's RTU (its REP retries ran
+  // out) after the lane had been handed over: the peer has no connection behind this QP.
+  // Delivered as DISCONNECTED, status -ECONNRESET.
+  bool rtu_lost = false;
 };
 
 class Engine {
@@ -116,7 +127,8 @@ class Engine {
   std::vector<int> fds() const;
   // The channels behind fds(), for drivers that wait on many engines through the provider.
   std::vector<prov::EventChannel*> channels() const;
-  // Every planned pair is established or given up on.
+  // Every planned pair is established or given up on. The setup channel may stay open
+  // after this for EngineOptions::rtu_linger: keep calling progress().
   bool done() const { return started_ && open_pairs_ == 0; }
   // When progress() next has something to do without a CM event: now() if it has work ready
   // (a start or a QP grant within its window, a retry that is due), else the earliest timer
@@ -164,6 +176,17 @@ class Engine {
   int start_connects();
   int grant_qps();
   void handle_request(prov::CmEvent& ev);
+  // The RTU gap (see WireKind::rtu_lost): the active side's answer, the passive side's notice.
+  void handle_rtu_lost(prov::CmEvent& ev, const WireHeader& h);
+  void answer_notice(prov::CmEvent& ev, RejectCode code, const Slot& s, const std::string& why);
+  void tear_down_established(Slot& s);
+  void start_notice(Slot& s);
+  void after_notice(Slot& s);
+  void settle_notice(Slot& s, const cm::Failure& f);
+  int start_notices();
+  void drop_notice(uint64_t k);
+  cm::Failure rtu_lost_failure(const Slot& s, int status, const std::string& why) const;
+  Nanos linger_until() const;
   void reject_stranger(prov::CmEvent& ev, RejectCode code, const std::string& why, const std::string& source);
   void after_event(Slot& s);
   void settle_failure(Slot& s);
@@ -197,6 +220,17 @@ class Engine {
   // Passive pairs whose last half-open attempt failed: reported only if the peer never
   // succeeds before the deadline (kept apart from Slot: rare, and large).
   std::unordered_map<uint64_t, cm::Failure> passive_failures_;
+  // Passive pairs whose REP retries ran out: the rtu_lost notice to the active side, its
+  // tries (the pair's max_attempts bounds them) and when the next one is due. Rare.
+  struct Notice {
+    std::unique_ptr<cm::Connection> conn;
+    uint32_t attempt = 0;  // the attempt whose RTU never came
+    uint32_t tries = 0;
+    Nanos due = cm::kUnset;  // a retry waiting out its backoff
+    cm::Failure last;        // why the last try did not get an answer
+  };
+  std::unordered_map<uint64_t, Notice> notices_;
+  Nanos last_active_established_ = cm::kUnset;
   std::deque<uint64_t> qp_waiters_[2];       // slots ready for a QP, per role, in arrival order
   std::vector<std::unique_ptr<cm::Connection>> graveyard_;  // destroyed after the event loop
   std::set<std::string> stranger_sources_logged_;

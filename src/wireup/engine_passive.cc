@@ -32,7 +32,12 @@ int Engine::drain_setup() {
     conn->on_event(*ev);
     ev->ack();  // before after_event: it may migrate or destroy the id
     auto* slot = static_cast<Slot*>(conn->owner);
-    if (slot != nullptr && slot->conn.get() == conn) after_event(*slot);
+    if (slot == nullptr) continue;
+    if (slot->conn.get() == conn) {
+      after_event(*slot);
+    } else if (auto n = notices_.find(key(slot->peer, slot->lane)); n != notices_.end() && n->second.conn.get() == conn) {
+      after_notice(*slot);
+    }
   }
   return work;
 }
@@ -66,7 +71,8 @@ void Engine::handle_request(prov::CmEvent& ev) {
     bool version = ev.private_data.size() > 4 && h.error().detail.rfind("version", 0) == 0;
     return reject_stranger(ev, version ? RejectCode::bad_version : RejectCode::bad_magic, h.error().detail, source);
   }
-  if (h->kind != WireKind::request) return reject_stranger(ev, RejectCode::bad_magic, "not a request", source);
+  if (h->kind != WireKind::request && h->kind != WireKind::rtu_lost)
+    return reject_stranger(ev, RejectCode::bad_magic, "not a request", source);
   if (h->job_key != opt_.job_key) return reject_stranger(ev, RejectCode::wrong_job_key, "job key mismatch", source);
   if (h->dst_rank != opt_.rank)
     return reject_stranger(ev, RejectCode::wrong_destination, "for rank " + std::to_string(h->dst_rank), source);
@@ -74,10 +80,17 @@ void Engine::handle_request(prov::CmEvent& ev) {
     return reject_stranger(ev, RejectCode::unknown_rank, "rank " + std::to_string(h->src_rank), source);
   if (h->lane >= opt_.lanes)
     return reject_stranger(ev, RejectCode::bad_lane, "lane " + std::to_string(h->lane), source);
-  if (!plan::initiates(h->src_rank, opt_.rank, opt_.nranks))
-    return reject_stranger(ev, RejectCode::wrong_role, "we initiate to rank " + std::to_string(h->src_rank), source);
+  // A rtu_lost notice comes from the passive side of a pair we initiate: the rule reverses.
+  const bool notice = h->kind == WireKind::rtu_lost;
+  if (notice ? !plan::initiates(opt_.rank, h->src_rank, opt_.nranks)
+             : !plan::initiates(h->src_rank, opt_.rank, opt_.nranks))
+    return reject_stranger(ev, RejectCode::wrong_role,
+                           (notice ? "rank " + std::to_string(h->src_rank) + " initiates to us"
+                                   : "we initiate to rank " + std::to_string(h->src_rank)),
+                           source);
   if (!started_ || !setup_)
     return reject_stranger(ev, RejectCode::shutting_down, "not wiring up", source);
+  if (notice) return handle_rtu_lost(ev, *h);
 
   Slot& s = slots_.at(key(h->src_rank, h->lane));
   if (h->attempt == 0 || h->attempt <= s.attempt)
@@ -86,6 +99,7 @@ void Engine::handle_request(prov::CmEvent& ev) {
   if (s.state == SlotState::established)
     return reject_stranger(ev, RejectCode::duplicate, "lane already connected", source);
   if (s.state == SlotState::failed) return reject_stranger(ev, RejectCode::shutting_down, "pair given up", source);
+  drop_notice(key(h->src_rank, h->lane));  // the peer is retrying: our question is answered
   if (s.conn) {
     // A newer attempt supersedes our half-open one: the peer has given up on it.
     ++stats_.superseded;
@@ -151,6 +165,7 @@ Status Engine::close(Nanos drain) {
                waiting);
   // Destroy in dependency order: connections (QP, then id), then the listener, then channels.
   graveyard_.clear();
+  notices_.clear();
   for (auto& [k, s] : slots_) {
     s.conn.reset();
     s.qp.reset();  // a QP the transport did not take goes before its id

@@ -29,6 +29,9 @@ const char* to_string(RejectCode c) {
     case RejectCode::duplicate: return "duplicate";
     case RejectCode::local_failure: return "local_failure";
     case RejectCode::shutting_down: return "shutting_down";
+    case RejectCode::repair_accepted: return "repair_accepted";
+    case RejectCode::repair_pending: return "repair_pending";
+    case RejectCode::repair_refused: return "repair_refused";
   }
   return "unknown";
 }
@@ -55,10 +58,10 @@ Result<WireHeader> decode(std::span<const uint8_t> bytes) {
   if (p[4] != kWireVersion)
     return bad("version " + std::to_string(p[4]) + ", this library speaks " + std::to_string(kWireVersion));
   WireHeader h;
-  if (p[5] < 1 || p[5] > 3) return bad("unknown message kind " + std::to_string(p[5]));
+  if (p[5] < 1 || p[5] > static_cast<uint8_t>(WireKind::rtu_lost)) return bad("unknown message kind " + std::to_string(p[5]));
   h.kind = static_cast<WireKind>(p[5]);
   uint16_t reason = static_cast<uint16_t>(get(p + 6, 2));
-  if (reason > static_cast<uint16_t>(RejectCode::shutting_down))
+  if (reason > static_cast<uint16_t>(kLastRejectCode))
     return bad("unknown reject reason " + std::to_string(reason));
   if (h.kind != WireKind::reject && reason != 0) return bad("reject reason set on a non-reject message");
   h.reason = static_cast<RejectCode>(reason);

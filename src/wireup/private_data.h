@@ -6,7 +6,7 @@
 //   offset size  field
 //   0      4     magic "WRUP"
 //   4      1     version (1)
-//   5      1     kind: 1 request (REQ), 2 accept (REP), 3 reject (REJ)
+//   5      1     kind: 1 request (REQ), 2 accept (REP), 3 reject (REJ), 4 rtu_lost (REQ)
 //   6      2     reject reason (kind 3), else 0
 //   8      8     job key: the job's shared 64-bit secret
 //   16     4     source rank (the sender)
@@ -30,7 +30,12 @@ inline constexpr uint32_t kWireMagic = 0x50555257;  // "WRUP" read as little-end
 inline constexpr uint8_t kWireVersion = 1;
 inline constexpr size_t kWireHeaderSize = 32;
 
-enum class WireKind : uint8_t { request = 1, accept = 2, reject = 3 };
+// rtu_lost: a REQ without a QP from the passive side of a pair to the active side's listener,
+// sent when the passive side's REP retries ran out (UNREACHABLE) for `attempt`. It cannot
+// tell a lost REP from a lost RTU, and only the second leaves the active side established,
+// so it asks. The answer is always a REJ (no QP exists on either side) whose RejectCode is
+// one of the repair_* codes.
+enum class WireKind : uint8_t { request = 1, accept = 2, reject = 3, rtu_lost = 4 };
 
 // Why the passive side refused a request (carried in REJ private data, reason 28).
 enum class RejectCode : uint16_t {
@@ -44,9 +49,15 @@ enum class RejectCode : uint16_t {
   wrong_role = 7,       // the plan says we initiate this pair, not the peer
   stale_attempt = 8,    // an older attempt than one we already have
   duplicate = 9,        // already connected on this lane
-  local_failure = 10,   // the passive side failed to set up its QP
+  local_failure = 10,   // this side failed to make or move its QP (transient: retried)
   shutting_down = 11,
+  // Answers to a rtu_lost notice (the active side's view of that lane and attempt):
+  repair_accepted = 12, // it was established with that attempt; torn down, a newer one follows
+  repair_pending = 13,  // not established with that attempt: a newer attempt is in flight or due
+  repair_refused = 14,  // established, but it cannot reconnect (its wireup has ended, the
+                        // transport took the QP, or no attempts are left); it reported the loss
 };
+inline constexpr RejectCode kLastRejectCode = RejectCode::repair_refused;
 const char* to_string(RejectCode c);
 
 struct WireHeader {

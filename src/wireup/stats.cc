@@ -89,6 +89,11 @@ std::string Stats::to_json() const {
                 (unsigned long long)failed, (unsigned long long)superseded, (unsigned long long)strangers,
                 (unsigned long long)disconnects, (unsigned long long)events);
   std::string s = buf;
+  std::snprintf(buf, sizeof buf, "\"rtu_lost_sent\":%llu,\"rtu_lost_received\":%llu,\"repairs\":%llu,"
+                "\"repairs_refused\":%llu,",
+                (unsigned long long)rtu_lost_sent, (unsigned long long)rtu_lost_received,
+                (unsigned long long)repairs, (unsigned long long)repairs_refused);
+  s += buf;
   s += "\"rejects_received\":" + json_map(rejects_received) + ",";
   s += "\"rejects_sent\":" + json_map(rejects_sent) + ",";
   s += "\"failures\":" + json_map(failures) + ",";

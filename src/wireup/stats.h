@@ -46,6 +46,13 @@ class Stats {
   uint64_t strangers = 0;             // requests rejected before any resource
   uint64_t disconnects = 0;           // steady-state DISCONNECTED after wireup
   uint64_t events = 0;                // CM events handled
+  // The RTU gap (WireKind::rtu_lost): notices this rank sent as the passive side (every try),
+  // notices it answered as the active side, and of those the lanes it tore down to
+  // reconnect and the ones it could not reconnect (reported as lost).
+  uint64_t rtu_lost_sent = 0;
+  uint64_t rtu_lost_received = 0;
+  uint64_t repairs = 0;
+  uint64_t repairs_refused = 0;
   std::map<int, uint64_t> rejects_received;          // by IB reject reason (8, 28, 35, ...)
   std::map<std::string, uint64_t> rejects_sent;      // by RejectCode name / "ece"
   std::map<std::string, uint64_t> failures;          // by FailKind name

@@ -25,6 +25,35 @@ TEST(Conformance, RejectWithPrivateDataGivesStatus28) {
   EXPECT_EQ(rej.private_data.size(), prov::private_data_limit::rej);
 }
 
+// A REQ with no QP at all (conn_param.qp_num 0): the engine's rtu_lost notice. rdma_connect
+// takes qp_num from conn_param when the id has no QP and the IB CM does not check it; the
+// passive side sees a CONNECT_REQUEST with qp_num 0 and its private data, and its reject with
+// private data reaches the sender as REJECTED 28.
+TEST(Conformance, RequestWithoutQpIsDeliveredAndRejected) {
+  WIREUP_REQUIRE_FABRIC(f);
+  auto l = Listener::create(f);
+  ASSERT_TRUE(l) << l.error().message();
+  auto a = Active::resolve(f, l->addr);
+  ASSERT_TRUE(a) << a.error().message();
+  const std::string note = "rtu_lost lane 3 attempt 2";
+  prov::ConnParam p;
+  p.qp_num = 0;
+  p.private_data.assign(note.begin(), note.end());
+  ASSERT_TRUE(a->id->connect(p));
+  auto in = Incoming::take(f, *l);
+  ASSERT_TRUE(in) << in.error().message();
+  EXPECT_EQ(in->req.qp_num, 0u);
+  ASSERT_GE(in->req.private_data.size(), note.size());
+  EXPECT_EQ(std::string(in->req.private_data.begin(), in->req.private_data.begin() + note.size()), note);
+  const std::string answer = "repair_accepted";
+  ASSERT_TRUE(in->id->reject({reinterpret_cast<const uint8_t*>(answer.data()), answer.size()}));
+  in->req.ack();
+  auto rej = expect_event(f.provider(1), *a->ch, CmEventType::rejected);
+  EXPECT_EQ(rej.status, prov::reject_reason::consumer);
+  ASSERT_GE(rej.private_data.size(), answer.size());
+  EXPECT_EQ(std::string(rej.private_data.begin(), rej.private_data.begin() + answer.size()), answer);
+}
+
 // What the stack answers to a REQ for a port nobody listens on: the remote IB CM rejects
 // with reason 8 (invalid service id) rather than letting the REQ time out.
 TEST(Conformance, ConnectWhereNothingListens) {

@@ -58,7 +58,7 @@ int private_data_seeds(const fs::path& out) {
   h.kind = WireKind::accept;
   d.add("rep_196", bytes_of(wireup::encode(h), wireup::prov::private_data_limit::rep));
   h.kind = WireKind::reject;
-  for (uint16_t r = 0; r <= static_cast<uint16_t>(RejectCode::shutting_down); ++r) {
+  for (uint16_t r = 0; r <= static_cast<uint16_t>(wireup::kLastRejectCode); ++r) {
     h.reason = static_cast<RejectCode>(r);
     d.add("rej_148_" + std::string(wireup::to_string(h.reason)),
           bytes_of(wireup::encode(h), wireup::prov::private_data_limit::rej));

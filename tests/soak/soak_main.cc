@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
 
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t runs = 0, failures = 0, endpoints = 0, errors = 0, retries = 0, deaths = 0, removals = 0;
-  uint64_t unconfirmed = 0, unconfirmed_runs = 0;
+  uint64_t unconfirmed = 0, unconfirmed_runs = 0, rtu_reported = 0, rtu_unheard = 0, repairs = 0, notices = 0;
+  uint64_t repair_runs = 0, first_repair = 0;
   uint64_t first_unconfirmed = 0;
   double virtual_s = 0, slowest_s = 0;
   uint64_t slowest_seed = first;
@@ -92,6 +93,11 @@ int main(int argc, char** argv) {
     retries += r.retries;
     if (r.unconfirmed > 0 && unconfirmed_runs++ == 0) first_unconfirmed = seed;
     unconfirmed += r.unconfirmed;
+    rtu_reported += r.rtu_reported;
+    rtu_unheard += r.rtu_unheard;
+    if (r.repairs > 0 && repair_runs++ == 0) first_repair = seed;
+    repairs += r.repairs;
+    notices += r.rtu_notices;
     deaths += r.death_applied;
     removals += r.removal_applied;
     virtual_s += r.virtual_s;
@@ -123,10 +129,17 @@ int main(int argc, char** argv) {
               (unsigned long long)errors, (unsigned long long)retries, (unsigned long long)deaths,
               (unsigned long long)removals, virtual_s, wall, runs ? 1e3 * wall / double(runs) : 0.0,
               (unsigned long long)slowest_seed, slowest_s);
+  if (notices > 0)
+    std::printf("soak: RTU gap: %llu rtu_lost notices sent; %llu lanes repaired (reconnected) in %llu runs (first: "
+                "seed %llu)\n",
+                (unsigned long long)notices, (unsigned long long)repairs, (unsigned long long)repair_runs,
+                (unsigned long long)first_repair);
   if (unconfirmed > 0)
-    std::printf("soak: %llu pairs in %llu runs connected on the active side only: the passive side's REP retries "
-                "ran out (UNREACHABLE) after the active side had sent its RTU (first: seed %llu)\n",
+    std::printf("soak: %llu pairs in %llu runs connected on the active side only after the passive side's REP "
+                "retries ran out (first: seed %llu): %llu reported by both sides, %llu with the active side's "
+                "listener gone, %llu left open (violations unless a death, removal or short timeout explains them)\n",
                 (unsigned long long)unconfirmed, (unsigned long long)unconfirmed_runs,
-                (unsigned long long)first_unconfirmed);
+                (unsigned long long)first_unconfirmed, (unsigned long long)rtu_reported,
+                (unsigned long long)rtu_unheard, (unsigned long long)(unconfirmed - rtu_reported - rtu_unheard));
   return failures == 0 ? 0 : 1;
 }

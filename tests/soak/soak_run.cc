@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -69,6 +70,7 @@ prov::sim::SimConfig fabric_config(const RunConfig& c) {
 struct Member {
   std::unique_ptr<qp::DefaultQpFactory> factory;
   std::unique_ptr<Engine> engine;
+  std::set<std::pair<uint32_t, uint32_t>> rtu_lost;  // (peer, lane) its transport was told of
   bool stopped = false;  // died during the wireup: never progressed again
   void destroy() {       // the QPs before the PD and CQ they live on
     engine.reset();
@@ -131,6 +133,9 @@ Status Runner::build() {
     auto e = Engine::create(fab_.provider(i), o, m_[i].factory->hook());
     if (!e) return Error(e.error()).with_peer("rank " + std::to_string(i));
     m_[i].engine = std::move(e).value();
+    m_[i].engine->on_steady_event([this, i](const SteadyEvent& ev) {
+      if (ev.rtu_lost) m_[i].rtu_lost.insert({ev.peer, ev.lane});
+    });
     table.push_back(Peer{i, m_[i].engine->local_address()});
   }
   for (auto& mb : m_) {
@@ -189,7 +194,9 @@ Status Runner::drive() {
       Engine& e = *m_[r].engine;
       auto w = e.progress();
       if (!w) return Error(w.error()).with_peer("rank " + std::to_string(r));
-      if (!done[r] && e.done()) {
+      // Done and quiet: an engine keeps its listener for rtu_linger after wireup, to answer
+      // a passive peer whose REP retries run out late; it must be progressed until then.
+      if (!done[r] && e.done() && !e.setup_channel_open()) {
         done[r] = 1;
         --remaining;
       }
@@ -260,14 +267,31 @@ void Runner::check_pairs() {
       ++rep_.failed;
     }
     rep_.retries += e.stats().retries;
+    rep_.repairs += e.stats().repairs;
+    rep_.rtu_notices += e.stats().rtu_lost_sent;
   }
   // The IB CM's own gap: the active side is established once it has the REP and sent the RTU;
   // if every RTU (or the REPs that would make the active CM resend it) is lost until the
-  // passive side's REP retries run out, the passive gets UNREACHABLE and nothing ever tells
-  // the active side. Counted apart (RunReport::unconfirmed), not an engine fault.
+  // passive side's REP retries run out, the passive gets UNREACHABLE and its CM tells the
+  // active side nothing. The engine closes it (engine_repair.cc): the passive side asks, and
+  // the active side reconnects, or both report the loss. What may remain is a pair connected
+  // on the active side only where both sides said so (`reported`), or where the active
+  // side's listener was gone for every try of the notice (`unheard`: its wireup and linger
+  // had ended, so nothing could reach it; the passive side says that in its PeerError).
   auto unconfirmed = [&](const Side& active, const Side& passive) {
     return active.res && active.res->role == cm::Role::active && passive.err &&
-           passive.err->role == cm::Role::passive && passive.err->failure.kind == cm::FailKind::unreachable;
+           passive.err->role == cm::Role::passive &&
+           (passive.err->failure.kind == cm::FailKind::unreachable ||
+            passive.err->failure.kind == cm::FailKind::rtu_lost);
+  };
+  enum class Gap { none, open, reported, unheard };
+  // `a` is rank ar's side of (ar, pr, lane), `p` is pr's side.
+  auto gap_of = [&](uint32_t ar, const Side& a, const Side& p, uint32_t lane) {
+    if (!unconfirmed(a, p)) return Gap::none;
+    if (p.err->failure.kind != cm::FailKind::rtu_lost) return Gap::open;
+    if (m_[ar].rtu_lost.count({a.res->peer, lane})) return Gap::reported;
+    if (p.err->failure.status == prov::reject_reason::no_listener) return Gap::unheard;
+    return Gap::open;
   };
   for (uint32_t r = 0; r < n; ++r) {
     if (!live(r)) continue;
@@ -279,9 +303,19 @@ void Runner::check_pairs() {
         const Side& s = sides[{r, p, l}];
         if (s.res && s.err) bad("rank %u: peer %u lane %u both connected and failed", r, p, l);
         if (!s.res && !s.err) bad("rank %u: peer %u lane %u neither connected nor reported", r, p, l);
-        const bool gap = live(p) && (unconfirmed(s, sides[{p, r, l}]) || unconfirmed(sides[{p, r, l}], s));
-        if (gap && s.res) ++rep_.unconfirmed;
-        if (s.err && !explained && !gap) bad("rank %u: healthy pair failed: %s", r, s.err->describe().c_str());
+        const Side& o = sides[{p, r, l}];
+        const Gap g = !live(p) ? Gap::none : s.res ? gap_of(r, s, o, l) : gap_of(p, o, s, l);
+        const bool gap = g == Gap::reported || g == Gap::unheard;
+        if (g != Gap::none && s.res) {
+          ++rep_.unconfirmed;
+          rep_.rtu_reported += g == Gap::reported;
+          rep_.rtu_unheard += g == Gap::unheard;
+          if (g == Gap::open && !explained)
+            bad("ranks %u/%u lane %u: RTU gap left open: connected on the active side, the passive side says %s", r,
+                p, l, o.err->describe().c_str());
+        }
+        if (s.err && !explained && !gap && g != Gap::open)
+          bad("rank %u: healthy pair failed: %s", r, s.err->describe().c_str());
         if (!s.res) continue;
         const ConnResult& a = *s.res;
         if (!a.qp) {
@@ -297,7 +331,7 @@ void Runner::check_pairs() {
         if (!live(p)) continue;
         const Side& t = sides[{p, r, l}];
         if (!t.res) {
-          if (!explained && !gap)
+          if (!explained && !gap && g != Gap::open)
             bad("rank %u: peer %u lane %u connected here only; the peer says %s", r, p, l,
                 t.err ? t.err->describe().c_str() : "nothing");
           continue;

@@ -8,7 +8,11 @@
 //  - a pair of two healthy ranks (alive, device present) is connected on both sides when the
 //    run's wireup timeout cannot be reached; a pair connected on both sides has crossed QPNs
 //    and opposite roles; one connected on one side only is allowed only where a timeout, a
-//    death or a device removal explains it, or the IB CM's RTU gap (counted: `unconfirmed`);
+//    death or a device removal explains it, or where both sides said so after the IB CM's
+//    RTU gap: the passive side's PeerError is rtu_lost and the active side told its transport
+//    (SteadyEvent rtu_lost), or the active side's listener was gone (REJ 8 to every notice:
+//    its wireup and linger had ended, nothing can reach it); an UNREACHABLE left unrepaired
+//    on the passive side of a pair the active side holds (the old gap) is a violation;
 //  - every QP in the results is at RTS when queried (ERR on a removed device), and the fabric
 //    holds exactly the QPs and CM ids the results hold (SimStats qps_alive, ids_alive): every
 //    other QP and id was destroyed; no retrieved event is left un-acked;
@@ -31,6 +35,10 @@ struct RunReport {
   uint64_t failed = 0;        // PeerErrors of live ranks
   uint64_t retries = 0;
   uint64_t unconfirmed = 0;   // pairs established on the active side only (see soak_run.cc)
+  uint64_t rtu_reported = 0;  // of those, both sides reported the loss (SteadyEvent + PeerError)
+  uint64_t rtu_unheard = 0;   // of those, the active side's listener was gone (REJ 8)
+  uint64_t repairs = 0;       // lanes the active side tore down and reconnected
+  uint64_t rtu_notices = 0;   // rtu_lost notices sent (every try)
   uint64_t fabric_events = 0;
   double virtual_s = 0;       // virtual time at the end of wireup
   bool death_applied = false; // the death / removal happened before the wireup ended
