@@ -48,7 +48,7 @@ struct EngineOptions {
   Nanos wireup_timeout = std::chrono::seconds(300);
   // How long the listener stays open after wireup ends (done()) if this rank initiated a
   // connection: the passive peer of that connection only learns that every RTU was lost when
-  // its REP retries run out (16 CM timeouts after the REP: 74 s in the sim, ~100 s on Linux
+  // its REP retries run out (16 CM timeouts after the REP: 98.3 s in the sim and on Linux
   // 6.1) and then sends a rtu_lost notice here. Without a listener that notice meets REJ 8
   // and this rank never hears of it; with one, it is answered and the loss is reported
   // through a SteadyEvent. close() ends the linger. 0: close the listener at done().
