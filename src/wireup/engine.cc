@@ -163,7 +163,7 @@ cm::Spec Engine::spec_for(const Slot& s) const {
   spec.lane = s.lane;
   spec.profile = &profile_;
   // The passive side needs it too: a rtu_lost notice goes to the active peer's listener.
-  if (const prov::SockAddr* a = peers_.address(s.peer)) spec.remote = *a;
+  if (auto a = peers_.address(s.peer)) spec.remote = *a;
   WireHeader h;
   h.kind = s.role == cm::Role::active ? WireKind::request : WireKind::accept;
   h.job_key = opt_.job_key;

@@ -3,8 +3,13 @@
 // std::unordered_map, and element addresses stay valid (connections point at their slot).
 #pragma once
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -51,6 +56,8 @@ class FlatTable {
 
 // The peer table: ranks (sorted) for the whole life of the engine, addresses only while
 // connecting (release_addresses() when wireup ends: an established pair never needs them).
+// An address is kept as the sockaddr it is (at most 28 bytes), not as a 128-byte
+// sockaddr_storage.
 class PeerTable {
  public:
   void assign(std::vector<std::pair<uint32_t, prov::SockAddr>> sorted_by_rank) {
@@ -60,23 +67,30 @@ class PeerTable {
     addrs_.reserve(sorted_by_rank.size());
     for (auto& [r, a] : sorted_by_rank) {
       ranks_.push_back(r);
-      addrs_.push_back(a);
+      Addr c{};
+      std::memcpy(&c, a.get(), std::min<size_t>(a.len(), sizeof c));
+      addrs_.push_back(c);
     }
   }
   // 0 or 1, as std::map::count.
   size_t count(uint32_t rank) const { return std::binary_search(ranks_.begin(), ranks_.end(), rank) ? 1 : 0; }
-  // nullptr for an unknown rank or after release_addresses().
-  const prov::SockAddr* address(uint32_t rank) const {
+  // nullopt for an unknown rank or after release_addresses().
+  std::optional<prov::SockAddr> address(uint32_t rank) const {
     auto it = std::lower_bound(ranks_.begin(), ranks_.end(), rank);
-    if (it == ranks_.end() || *it != rank || addrs_.empty()) return nullptr;
-    return &addrs_[static_cast<size_t>(it - ranks_.begin())];
+    if (it == ranks_.end() || *it != rank || addrs_.empty()) return std::nullopt;
+    return prov::SockAddr::from(&addrs_[static_cast<size_t>(it - ranks_.begin())].sa);
   }
   const std::vector<uint32_t>& ranks() const { return ranks_; }
-  void release_addresses() { std::vector<prov::SockAddr>().swap(addrs_); }
+  void release_addresses() { std::vector<Addr>().swap(addrs_); }
 
  private:
+  union Addr {
+    sockaddr sa;
+    sockaddr_in in4;
+    sockaddr_in6 in6;
+  };
   std::vector<uint32_t> ranks_;
-  std::vector<prov::SockAddr> addrs_;  // parallel to ranks_
+  std::vector<Addr> addrs_;  // parallel to ranks_
 };
 
 // A FIFO of keys over one vector: std::deque allocates a map and a 512-byte block even when
