@@ -75,7 +75,7 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     x.ece_remote_options = r.ece.remote.options;
     x.ece_accepted = r.ece.accepted;
     x.ece_outcome = ece::to_string(r.ece.outcome);
-    x.device = w->device_names.insert(r.device).first->c_str();
+    x.device = w->device_names.insert(std::string(r.device)).first->c_str();
     // The same phase boundaries as Stats::record, so these add up to what the stats show.
     if (x.active) {
       x.resolve_addr_ns = span_ns(t.start, t.addr_resolved);

@@ -1,5 +1,7 @@
 #include "cm/connection.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "ece/flow.h"
 
@@ -48,27 +50,41 @@ std::string Failure::describe() const {
   return s;
 }
 
-Connection::Connection(prov::Provider& p, Role r, Spec spec)
-    : provider_(p), role_(r), state_(r == Role::active ? State::resolving_addr : State::requested),
-      spec_(std::move(spec)) {
+bool PrivateData::assign(std::span<const uint8_t> b) {
+  if (b.size() > kCapacity) return false;
+  std::copy(b.begin(), b.end(), data_.begin());
+  size_ = static_cast<uint8_t>(b.size());
+  return true;
+}
+
+const Failure& Connection::failure() const {
+  static const Failure none;
+  return failure_ ? *failure_ : none;
+}
+
+Connection::Connection(prov::Provider& p, Role r, const Spec& spec)
+    : provider_(p), profile_(*spec.profile), peer_(spec.peer), lane_(spec.lane), role_(r),
+      state_(r == Role::active ? State::resolving_addr : State::requested), private_data_(spec.private_data),
+      reject_data_(spec.reject_data) {
   t_.start = now();
 }
 
 Connection::~Connection() = default;
 
-Result<std::unique_ptr<Connection>> Connection::start(prov::Provider& p, prov::EventChannel& ch, Spec spec) {
-  std::unique_ptr<Connection> c(new Connection(p, Role::active, std::move(spec)));
+Result<std::unique_ptr<Connection>> Connection::start(prov::Provider& p, prov::EventChannel& ch, const Spec& spec) {
+  std::unique_ptr<Connection> c(new Connection(p, Role::active, spec));
+  const Profile& pr = c->profile_;
   auto id = p.create_id(ch, prov::PortSpace::tcp, c.get());
-  if (!id) return Error(id.error()).with_peer(c->spec_.remote.to_string());
+  if (!id) return Error(id.error()).with_peer(spec.remote.to_string());
   c->id_ = std::move(id).value();
-  if (c->spec_.tos) WIREUP_TRY(c->id_->set_tos(*c->spec_.tos));
-  const prov::SockAddr* src = c->spec_.local ? &*c->spec_.local : nullptr;
-  WIREUP_TRY(c->id_->resolve_addr(src, c->spec_.remote, c->spec_.resolve_addr_timeout_ms));
+  if (pr.tos) WIREUP_TRY(c->id_->set_tos(*pr.tos));
+  const prov::SockAddr* src = pr.local ? &*pr.local : nullptr;
+  WIREUP_TRY(c->id_->resolve_addr(src, spec.remote, pr.resolve_addr_timeout_ms));
   return c;
 }
 
-std::unique_ptr<Connection> Connection::from_request(prov::Provider& p, prov::CmEvent& req, Spec spec) {
-  std::unique_ptr<Connection> c(new Connection(p, Role::passive, std::move(spec)));
+std::unique_ptr<Connection> Connection::from_request(prov::Provider& p, prov::CmEvent& req, const Spec& spec) {
+  std::unique_ptr<Connection> c(new Connection(p, Role::passive, spec));
   c->id_ = std::move(req.new_id);
   c->id_->user_context = c.get();
   c->remote_qpn_ = req.qp_num;
@@ -77,9 +93,9 @@ std::unique_ptr<Connection> Connection::from_request(prov::Provider& p, prov::Cm
 }
 
 void Connection::fail(FailKind kind, Error e, int status) {
-  if (e.peer.empty()) e.peer = "rank " + std::to_string(spec_.peer) + " lane " + std::to_string(spec_.lane);
+  if (e.peer.empty()) e.peer = "rank " + std::to_string(peer_) + " lane " + std::to_string(lane_);
   if (e.qpn == 0 && qp_) e.qpn = qp_->qpn();
-  failure_ = Failure{kind, status, {}, std::move(e)};
+  failure_ = std::make_unique<Failure>(Failure{kind, status, {}, std::move(e)});
   state_ = State::failed;
   // A QP that got past INIT may have work queued by the transport; flush it.
   if (qp_ && qp_->state() != prov::QpState::reset) (void)qp::to_error(*qp_);
@@ -89,13 +105,13 @@ void Connection::fail_event(FailKind kind, const prov::CmEvent& ev) {
   fail(kind, Error::make(ErrorCode::connect_error, prov::to_string(ev.type),
                          std::string("in state ") + to_string(state_)),
        ev.status);
-  failure_.private_data = ev.private_data;
+  failure_->private_data = ev.private_data;
   switch (kind) {
-    case FailKind::rejected: failure_.error.code = ErrorCode::rejected; break;
-    case FailKind::unreachable: failure_.error.code = ErrorCode::unreachable; break;
-    case FailKind::address_error: failure_.error.code = ErrorCode::address_error; break;
-    case FailKind::route_error: failure_.error.code = ErrorCode::route_error; break;
-    case FailKind::device_removal: failure_.error.code = ErrorCode::device_removed; break;
+    case FailKind::rejected: failure_->error.code = ErrorCode::rejected; break;
+    case FailKind::unreachable: failure_->error.code = ErrorCode::unreachable; break;
+    case FailKind::address_error: failure_->error.code = ErrorCode::address_error; break;
+    case FailKind::route_error: failure_->error.code = ErrorCode::route_error; break;
+    case FailKind::device_removal: failure_->error.code = ErrorCode::device_removed; break;
     default: break;
   }
 }
@@ -104,12 +120,12 @@ Status Connection::make_qp(const qp::QpFactory& factory) {
   prov::Device* dev = id_->device();
   if (dev == nullptr)
     return Error::make(ErrorCode::invalid_state, "make_qp", "the CM id has no device yet");
-  auto q = factory(qp::QpRequest{*dev, spec_.peer, spec_.lane, role_ == Role::active});
+  auto q = factory(qp::QpRequest{*dev, peer_, lane_, role_ == Role::active});
   if (!q) return q.error();
   if (!*q) return Error::make(ErrorCode::invalid_argument, "QpFactory", "the factory returned no QP");
   qp_ = std::move(q).value();
   t_.qp_created = now();
-  return qp::to_init(*qp_, *id_, spec_.qp);
+  return qp::to_init(*qp_, *id_, profile_.qp);
 }
 
 Status Connection::connect(const qp::QpFactory& factory) {
@@ -118,12 +134,12 @@ Status Connection::connect(const qp::QpFactory& factory) {
                        std::string("in state ") + to_string(state_));
   Status s = [&]() -> Status {
     WIREUP_TRY(make_qp(factory));
-    auto offered = ece::prepare_active(spec_.ece, *qp_, *id_, ece_);
+    auto offered = ece::prepare_active(profile_.ece, *qp_, *id_, ece_);
     if (!offered) return offered.error();
     offered_ = *offered;
-    prov::ConnParam p = spec_.param;
+    prov::ConnParam p = profile_.param;
     p.qp_num = qp_->qpn();
-    p.private_data = spec_.private_data;
+    p.private_data.assign(private_data_.bytes().begin(), private_data_.bytes().end());
     return id_->connect(p);
   }();
   if (!s) {
@@ -140,9 +156,9 @@ Status Connection::notify() {
     return Error::make(ErrorCode::invalid_state, "Connection::notify",
                        std::string("in state ") + to_string(state_));
   qpless_ = true;
-  prov::ConnParam p = spec_.param;
+  prov::ConnParam p = profile_.param;
   p.qp_num = 0;
-  p.private_data = spec_.private_data;
+  p.private_data.assign(private_data_.bytes().begin(), private_data_.bytes().end());
   if (Status s = id_->connect(p); !s) {
     fail(FailKind::local_error, s.error());
     return s;
@@ -159,24 +175,24 @@ Status Connection::accept(const qp::QpFactory& factory) {
   bool refused = false;
   Status s = [&]() -> Status {
     WIREUP_TRY(make_qp(factory));
-    auto d = ece::answer_request(spec_.ece, *qp_, *id_, ece_);
+    auto d = ece::answer_request(profile_.ece, *qp_, *id_, ece_);
     if (!d) return d.error();
     if (d->reject) {
       refused = true;
       WIREUP_TRY(id_->reject_ece({}));
       return Error::make(ErrorCode::rejected, "rdma_reject_ece", d->why);
     }
-    WIREUP_TRY(qp::to_rtr(*qp_, *id_, spec_.qp));
-    WIREUP_TRY(qp::to_rts(*qp_, *id_, spec_.qp));
+    WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp));
+    WIREUP_TRY(qp::to_rts(*qp_, *id_, profile_.qp));
     t_.rts = now();
-    prov::ConnParam p = spec_.param;
+    prov::ConnParam p = profile_.param;
     p.qp_num = qp_->qpn();
-    p.private_data = spec_.private_data;
+    p.private_data.assign(private_data_.bytes().begin(), private_data_.bytes().end());
     return id_->accept(p);
   }();
   if (!s) {
     // Tell the peer now rather than letting it time out, with a reason it retries on.
-    if (!refused) (void)id_->reject(spec_.reject_data);
+    if (!refused) (void)id_->reject(reject_data_.bytes());
     fail(refused ? FailKind::ece_rejected : FailKind::local_error, s.error());
     return s;
   }
@@ -189,20 +205,20 @@ void Connection::on_response(const prov::CmEvent& ev) {
   remote_qpn_ = ev.qp_num;
   bool refused = false;
   Status s = [&]() -> Status {
-    auto d = ece::apply_reply(spec_.ece, offered_, *qp_, *id_, ece_);
+    auto d = ece::apply_reply(profile_.ece, offered_, *qp_, *id_, ece_);
     if (!d) return d.error();
     if (d->reject) {
       refused = true;
       WIREUP_TRY(id_->reject_ece({}));
       return Error::make(ErrorCode::rejected, "rdma_reject_ece", d->why);
     }
-    WIREUP_TRY(qp::to_rtr(*qp_, *id_, spec_.qp));
-    WIREUP_TRY(qp::to_rts(*qp_, *id_, spec_.qp));
+    WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp));
+    WIREUP_TRY(qp::to_rts(*qp_, *id_, profile_.qp));
     t_.rts = now();
     return id_->establish();
   }();
   if (!s) {
-    if (!refused) (void)id_->reject(spec_.reject_data);
+    if (!refused) (void)id_->reject(reject_data_.bytes());
     fail(refused ? FailKind::ece_rejected : FailKind::local_error, s.error());
     return;
   }
@@ -215,10 +231,10 @@ void Connection::on_event(const prov::CmEvent& ev) {
     case CmEventType::addr_resolved:
       if (state_ != State::resolving_addr) break;
       t_.addr_resolved = now();
-      if (spec_.ack_timeout) {
-        if (Status s = id_->set_ack_timeout(*spec_.ack_timeout); !s) return fail(FailKind::local_error, s.error());
+      if (profile_.ack_timeout) {
+        if (Status s = id_->set_ack_timeout(*profile_.ack_timeout); !s) return fail(FailKind::local_error, s.error());
       }
-      if (Status s = id_->resolve_route(spec_.resolve_route_timeout_ms); !s)
+      if (Status s = id_->resolve_route(profile_.resolve_route_timeout_ms); !s)
         return fail(FailKind::local_error, s.error());
       state_ = State::resolving_route;
       return;
@@ -232,7 +248,7 @@ void Connection::on_event(const prov::CmEvent& ev) {
       if (qpless_) {
         // Someone accepted a request that has no QP behind it: refuse the REP so that its
         // side does not wait for an RTU, and report what happened.
-        (void)id_->reject(spec_.reject_data);
+        (void)id_->reject(reject_data_.bytes());
         return fail(FailKind::local_error,
                     Error::make(ErrorCode::protocol_error, "CONNECT_RESPONSE",
                                 "the peer accepted a request without a QP (qpn " + std::to_string(ev.qp_num) + ")"));
@@ -257,7 +273,7 @@ void Connection::on_event(const prov::CmEvent& ev) {
       return fail_event(FailKind::disconnected, ev);
     default: break;
   }
-  WIREUP_LOG(debug, "rank %u lane %u: %s ignored in state %s", spec_.peer, spec_.lane,
+  WIREUP_LOG(debug, "rank %u lane %u: %s ignored in state %s", peer_, lane_,
              prov::to_string(ev.type), to_string(state_));
 }
 

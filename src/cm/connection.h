@@ -8,8 +8,10 @@
 // id once established. Nothing here blocks.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "common/clock.h"
@@ -68,15 +70,10 @@ struct Timings {
         request = kUnset, response = kUnset, rts = kUnset, established = kUnset;
 };
 
-struct Spec {
-  uint32_t peer = 0;
-  uint32_t lane = 0;
-  prov::SockAddr remote;                // active: the peer's listen address
+// What every connection of one owner shares (the engine's options): built once by the owner
+// and referenced, never copied per connection. Must outlive the connections using it.
+struct Profile {
   std::optional<prov::SockAddr> local;  // active: source address to resolve from
-  std::vector<uint8_t> private_data;    // REQ (active) or REP (passive)
-  // What a REJ carries when this side cannot make or move its QP, so that the peer reads
-  // a reason (a transient one) rather than an empty REJ.
-  std::vector<uint8_t> reject_data;
   int resolve_addr_timeout_ms = 2000;
   int resolve_route_timeout_ms = 2000;
   std::optional<uint8_t> tos;
@@ -86,6 +83,37 @@ struct Spec {
   prov::ConnParam param;  // resources / retry counts; qp_num and private data are filled in
 };
 
+// Private data of one connection's REQ (active) or REP (passive), held inline: the REQ budget
+// of RDMA_PS_TCP bounds it, and a connection should not need the heap for it.
+class PrivateData {
+ public:
+  static constexpr size_t kCapacity = prov::private_data_limit::req_tcp;
+  PrivateData() = default;
+  // Bytes beyond kCapacity are refused (false), never truncated.
+  bool assign(std::span<const uint8_t> b);
+  template <class It>
+  bool assign(It first, It last) {
+    return assign(std::span<const uint8_t>(std::to_address(first), static_cast<size_t>(last - first)));
+  }
+  std::span<const uint8_t> bytes() const { return {data_.data(), size_}; }
+
+ private:
+  std::array<uint8_t, kCapacity> data_{};
+  uint8_t size_ = 0;
+};
+
+// The per-connection part of what to connect; everything shared is in the Profile.
+struct Spec {
+  uint32_t peer = 0;
+  uint32_t lane = 0;
+  const Profile* profile = nullptr;  // required
+  prov::SockAddr remote;             // active: the peer's listen address (used by start())
+  PrivateData private_data;          // REQ (active) or REP (passive)
+  // What a REJ carries when this side cannot make or move its QP, so that the peer reads
+  // a reason (a transient one) rather than an empty REJ.
+  PrivateData reject_data;
+};
+
 class Connection {
  public:
   ~Connection();
@@ -93,9 +121,9 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   // Active side: creates the id on `ch` and issues rdma_resolve_addr.
-  static Result<std::unique_ptr<Connection>> start(prov::Provider& p, prov::EventChannel& ch, Spec spec);
+  static Result<std::unique_ptr<Connection>> start(prov::Provider& p, prov::EventChannel& ch, const Spec& spec);
   // Passive side: takes the new id out of a validated CONNECT_REQUEST.
-  static std::unique_ptr<Connection> from_request(prov::Provider& p, prov::CmEvent& req, Spec spec);
+  static std::unique_ptr<Connection> from_request(prov::Provider& p, prov::CmEvent& req, const Spec& spec);
 
   // Active, in route_resolved: QP from the factory, INIT, ECE offer, rdma_connect.
   Status connect(const qp::QpFactory& factory);
@@ -117,8 +145,9 @@ class Connection {
   Role role() const { return role_; }
   State state() const { return state_; }
   bool done() const { return state_ == State::established || state_ == State::failed || state_ == State::disconnected; }
-  const Spec& spec() const { return spec_; }
-  const Failure& failure() const { return failure_; }
+  uint32_t peer() const { return peer_; }
+  uint32_t lane() const { return lane_; }
+  const Failure& failure() const;
   const Timings& timings() const { return t_; }
   const ece::Report& ece() const { return ece_; }
   uint32_t remote_qpn() const { return remote_qpn_; }
@@ -132,7 +161,7 @@ class Connection {
   void* owner = nullptr;  // the owner's record of this connection (the engine's slot)
 
  private:
-  Connection(prov::Provider& p, Role r, Spec spec);
+  Connection(prov::Provider& p, Role r, const Spec& spec);
   void fail(FailKind kind, Error e, int status = 0);
   void fail_event(FailKind kind, const prov::CmEvent& ev);
   Status make_qp(const qp::QpFactory& factory);
@@ -140,9 +169,13 @@ class Connection {
   Nanos now() const { return provider_.clock().now(); }
 
   prov::Provider& provider_;
+  const Profile& profile_;
+  uint32_t peer_;
+  uint32_t lane_;
   Role role_;
   State state_;
-  Spec spec_;
+  PrivateData private_data_;
+  PrivateData reject_data_;
   // Declared before qp_ so the id goes after the QP: a transport that never took the QP
   // gets it destroyed while the id still names the connection in logs.
   std::unique_ptr<prov::CmId> id_;
@@ -151,7 +184,8 @@ class Connection {
   ece::Report ece_;
   uint32_t remote_qpn_ = 0;
   bool qpless_ = false;
-  Failure failure_;
+  // Only a failed connection has one: kept out of line so that the common case stays small.
+  std::unique_ptr<Failure> failure_;
   Timings t_;
 };
 

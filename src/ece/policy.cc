@@ -3,10 +3,17 @@
 namespace wireup::ece {
 namespace {
 
+// "0x%x" without printf: it runs for every negotiated connection.
 std::string hex(uint32_t v) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%x", v);
-  return b;
+  char b[10];
+  char* p = b + sizeof b;
+  do {
+    *--p = "0123456789abcdef"[v & 0xf];
+    v >>= 4;
+  } while (v != 0);
+  *--p = 'x';
+  *--p = '0';
+  return std::string(p, b + sizeof b);
 }
 
 Decision missing_required(const Policy& p, uint32_t accepted, Outcome fallback, std::string why) {

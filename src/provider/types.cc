@@ -102,8 +102,20 @@ uint32_t SockAddr::ipv4_addr() const {
 std::string SockAddr::to_string() const {
   char buf[INET6_ADDRSTRLEN] = {};
   if (ss_.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr, buf, sizeof buf);
-    return std::string(buf) + ":" + std::to_string(port());
+    // By hand, as inet_ntop would print it: the engine names the source of every request,
+    // and inet_ntop's sprintf costs more than the rest of handling one.
+    const uint32_t ip = ipv4_addr();
+    char* p = buf;
+    auto put = [&p](unsigned v) {
+      if (v >= 100) *p++ = static_cast<char>('0' + v / 100);
+      if (v >= 10) *p++ = static_cast<char>('0' + v / 10 % 10);
+      *p++ = static_cast<char>('0' + v % 10);
+    };
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      put((ip >> shift) & 0xff);
+      *p++ = shift != 0 ? '.' : ':';
+    }
+    return std::string(buf, p) + std::to_string(port());
   }
   if (ss_.ss_family == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr, buf, sizeof buf);

@@ -29,7 +29,7 @@ std::string PeerError::describe() const {
 }
 
 Engine::Engine(prov::Provider& p, EngineOptions o, qp::QpFactory f)
-    : prov_(p), opt_(std::move(o)), factory_(std::move(f)),
+    : prov_(p), opt_(std::move(o)), profile_(make_profile(opt_)), factory_(std::move(f)),
       rng_(opt_.seed != 0 ? opt_.seed : 0x9e3779b97f4a7c15ULL * (opt_.rank + 1)) {}
 
 Engine::~Engine() {
@@ -80,7 +80,9 @@ std::vector<uint8_t> Engine::local_address() const {
 
 Status Engine::set_peers(std::span<const Peer> peers) {
   if (started_) return Error::make(ErrorCode::invalid_state, "Engine::set_peers", "wireup already started");
-  std::map<uint32_t, prov::SockAddr> table;
+  std::vector<std::pair<uint32_t, prov::SockAddr>> table;  // sorted below
+  table.reserve(peers.size());
+  std::vector<bool> listed(opt_.nranks, false);  // in `table` already
   std::string problems;
   auto note = [&](size_t i, uint32_t rank, const std::string& what) {
     problems += (problems.empty() ? "" : "; ") + std::string("entry ") + std::to_string(i) + " (rank " +
@@ -89,44 +91,50 @@ Status Engine::set_peers(std::span<const Peer> peers) {
   for (size_t i = 0; i < peers.size(); ++i) {
     const Peer& pe = peers[i];
     if (pe.rank >= opt_.nranks) { note(i, pe.rank, "rank >= nranks " + std::to_string(opt_.nranks)); continue; }
-    if (table.count(pe.rank) || (pe.rank == opt_.rank && i > 0 && problems.find("self") != std::string::npos)) {
+    if (listed[pe.rank] || (pe.rank == opt_.rank && i > 0 && problems.find("self") != std::string::npos)) {
       note(i, pe.rank, "rank listed twice");
       continue;
     }
     auto a = decode_address(pe.address);
     if (!a) { note(i, pe.rank, a.error().detail); continue; }
     if (pe.rank == opt_.rank) continue;  // our own entry, as an allgather gives it
-    table[pe.rank] = *a;
+    table.emplace_back(pe.rank, *a);
+    listed[pe.rank] = true;
   }
   if (!problems.empty())
     return Error::make(ErrorCode::invalid_argument, "Engine::set_peers", "bad peer table: " + problems);
-  peers_ = std::move(table);
+  std::sort(table.begin(), table.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  peers_.assign(std::move(table));
   return Status::ok();
 }
 
 Status Engine::start() {
   if (started_) return Error::make(ErrorCode::invalid_state, "Engine::start", "already started");
-  std::vector<uint32_t> ranks;
-  for (auto& [r, a] : peers_) ranks.push_back(r);
+  const std::vector<uint32_t>& ranks = peers_.ranks();
   std::vector<uint32_t> out = plan::outgoing(opt_.rank, opt_.nranks, ranks);
   std::vector<uint32_t> in = plan::incoming(opt_.rank, opt_.nranks, ranks);
-  slots_.reserve((out.size() + in.size()) * opt_.lanes);
+  const size_t n_active = out.size() * opt_.lanes, n_passive = in.size() * opt_.lanes;
+  std::vector<uint64_t> keys;
+  keys.reserve(n_active + n_passive);
+  start_order_.reserve(n_active);
   // Lane-major: every peer's lane 0 before anyone's lane 1 spreads the load.
   for (uint32_t lane = 0; lane < opt_.lanes; ++lane) {
     for (uint32_t p : out) {
-      Slot& s = slots_[key(p, lane)];
-      s.peer = p;
-      s.lane = static_cast<uint16_t>(lane);
-      s.role = cm::Role::active;
+      keys.push_back(key(p, lane));
       start_order_.push_back(key(p, lane));
     }
-    for (uint32_t p : in) {
-      Slot& s = slots_[key(p, lane)];
-      s.peer = p;
-      s.lane = static_cast<uint16_t>(lane);
-      s.role = cm::Role::passive;
-    }
+    for (uint32_t p : in) keys.push_back(key(p, lane));
   }
+  slots_.build(std::move(keys));
+  for (auto& [k, s] : slots_) {
+    s.peer = static_cast<uint32_t>(k >> 16);
+    s.lane = static_cast<uint16_t>(k & 0xffff);
+    s.role = cm::Role::passive;
+  }
+  for (uint64_t k : start_order_) slots_.at(k).role = cm::Role::active;
+  // Sized from the plan: no growth (and no spare capacity) on the per-connection path.
+  results_.reserve(slots_.size());
+  stats_.reserve(n_active, n_passive);
   open_pairs_ = slots_.size();
   started_ = true;
   deadline_ = now() + opt_.wireup_timeout;
@@ -134,14 +142,28 @@ Status Engine::start() {
   return Status::ok();
 }
 
+cm::Profile Engine::make_profile(const EngineOptions& o) {
+  cm::Profile pr;
+  prov::SockAddr src = o.listen_addr;
+  src.set_port(0);
+  pr.local = src;
+  pr.resolve_addr_timeout_ms = o.resolve_addr_timeout_ms;
+  pr.resolve_route_timeout_ms = o.resolve_route_timeout_ms;
+  pr.tos = o.tos;
+  pr.ack_timeout = o.ack_timeout;
+  pr.ece = o.ece;
+  pr.qp = o.qp;
+  pr.param = o.param;
+  return pr;
+}
+
 cm::Spec Engine::spec_for(const Slot& s) const {
   cm::Spec spec;
   spec.peer = s.peer;
   spec.lane = s.lane;
-  if (auto it = peers_.find(s.peer); it != peers_.end()) spec.remote = it->second;
-  prov::SockAddr src = opt_.listen_addr;
-  src.set_port(0);
-  spec.local = src;
+  spec.profile = &profile_;
+  // The passive side needs it too: a rtu_lost notice goes to the active peer's listener.
+  if (auto a = peers_.address(s.peer)) spec.remote = *a;
   WireHeader h;
   h.kind = s.role == cm::Role::active ? WireKind::request : WireKind::accept;
   h.job_key = opt_.job_key;
@@ -149,20 +171,12 @@ cm::Spec Engine::spec_for(const Slot& s) const {
   h.dst_rank = s.peer;
   h.lane = s.lane;
   h.attempt = s.attempt;
-  auto bytes = encode(h);
-  spec.private_data.assign(bytes.begin(), bytes.end());
+  static_assert(kWireHeaderSize <= cm::PrivateData::kCapacity);
+  (void)spec.private_data.assign(encode(h));  // fits: checked above
   // Not a stranger's reject: it carries the pair, so the peer's PeerError names the reason.
   h.kind = WireKind::reject;
   h.reason = RejectCode::local_failure;
-  bytes = encode(h);
-  spec.reject_data.assign(bytes.begin(), bytes.end());
-  spec.resolve_addr_timeout_ms = opt_.resolve_addr_timeout_ms;
-  spec.resolve_route_timeout_ms = opt_.resolve_route_timeout_ms;
-  spec.tos = opt_.tos;
-  spec.ack_timeout = opt_.ack_timeout;
-  spec.ece = opt_.ece;
-  spec.qp = opt_.qp;
-  spec.param = opt_.param;
+  (void)spec.reject_data.assign(encode(h));
   return spec;
 }
 
@@ -317,7 +331,7 @@ void Engine::finish_slot(Slot& s) {
   r.local_qpn = c.qp() ? c.qp()->qpn() : 0;
   r.remote_qpn = c.remote_qpn();
   r.ece = c.ece();
-  r.device = c.qp() ? c.qp()->device().info().name : std::string();
+  if (c.qp()) r.device = c.qp()->device().info().name.c_str();
   r.timings = c.timings();
   r.attempts = s.attempt;
   s.result = static_cast<uint32_t>(results_.size());
@@ -412,6 +426,12 @@ void Engine::maybe_end_setup() {
   drain_setup();
   graveyard_.clear();
   setup_.reset();
+  // What only connecting needed: established pairs never look at it again.
+  peers_.release_addresses();
+  std::vector<uint64_t>().swap(start_order_);
+  next_start_ = 0;
+  for (auto& q : qp_waiters_) q.release();
+  std::vector<std::unique_ptr<cm::Connection>>().swap(graveyard_);
   WIREUP_LOG(info, "rank %u: wireup done, setup channel closed", opt_.rank);
 }
 

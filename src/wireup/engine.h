@@ -8,7 +8,6 @@
 // wait(). One peer failing never costs another its connection.
 #pragma once
 
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,6 +25,7 @@
 #include "qp/factory.h"
 #include "wireup/private_data.h"
 #include "wireup/stats.h"
+#include "wireup/tables.h"
 
 namespace wireup {
 
@@ -69,17 +69,18 @@ struct Peer {
 };
 
 // One established connection, as handed to the transport.
+// One per established endpoint, so kept small and laid out without padding (128 bytes).
 struct ConnResult {
   uint32_t peer = 0;
   uint32_t lane = 0;
-  cm::Role role = cm::Role::active;
   prov::Qp* qp = nullptr;       // owned by the engine until take_qp()
   uint32_t local_qpn = 0;
   uint32_t remote_qpn = 0;
   ece::Report ece;
-  std::string device;
+  const char* device = "";      // the QP's device name (owned by the provider, like the device)
   cm::Timings timings;
   uint32_t attempts = 0;
+  cm::Role role = cm::Role::active;
 };
 
 // A (peer, lane) that could not be connected, and why.
@@ -201,19 +202,21 @@ class Engine {
   void finish_slot(Slot& s);
   void maybe_end_setup();
   cm::Spec spec_for(const Slot& s) const;
+  static cm::Profile make_profile(const EngineOptions& o);
   Nanos now() const { return prov_.clock().now(); }
 
   prov::Provider& prov_;
   EngineOptions opt_;
+  cm::Profile profile_;  // what every connection shares, from opt_
   qp::QpFactory factory_;
   std::mt19937_64 rng_;
   // Channels are declared before everything holding ids on them: destroyed after.
   std::unique_ptr<prov::EventChannel> steady_;
   std::unique_ptr<prov::EventChannel> setup_;
   std::unique_ptr<prov::CmId> listener_;
-  std::map<uint32_t, prov::SockAddr> peers_;
-  // Node-based: Slot addresses stay valid (connections point back at their slot).
-  std::unordered_map<uint64_t, Slot> slots_;
+  PeerTable peers_;
+  // Built once by start(): Slot addresses stay valid (connections point back at their slot).
+  FlatTable<Slot> slots_;
   std::vector<uint64_t> start_order_;    // active slots in start order
   size_t next_start_ = 0;
   std::multimap<Nanos, uint64_t> retry_at_;  // active slots waiting out their backoff
@@ -231,7 +234,7 @@ class Engine {
   };
   std::unordered_map<uint64_t, Notice> notices_;
   Nanos last_active_established_ = cm::kUnset;
-  std::deque<uint64_t> qp_waiters_[2];       // slots ready for a QP, per role, in arrival order
+  KeyQueue qp_waiters_[2];                   // slots ready for a QP, per role, in arrival order
   std::vector<std::unique_ptr<cm::Connection>> graveyard_;  // destroyed after the event loop
   std::set<std::string> stranger_sources_logged_;
   uint32_t in_flight_ = 0;    // active connects between start and settle

@@ -21,6 +21,10 @@ Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, const std::vector<En
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
   std::vector<uint32_t> dirty;
   std::vector<char> queued(n, 0), done(n, 0);
+  // Each engine's earliest queued timer: a later wakeup adds nothing (when the earlier one
+  // fires, progress() runs and next_wakeup() is asked again), so it is not queued; without
+  // this, every progress() call would queue the wireup deadline once more.
+  std::vector<Nanos> armed(n, Nanos::max());
   size_t remaining = 0;
   for (uint32_t r = 0; r < n; ++r)
     if (engines[r]) {
@@ -45,7 +49,10 @@ Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, const std::vector<En
         done[r] = 1;
         --remaining;
       }
-      if (Nanos wake = e.next_wakeup(); wake != Nanos::max()) timers.push({wake, r});
+      if (Nanos wake = e.next_wakeup(); wake < armed[r]) {
+        armed[r] = wake;
+        timers.push({wake, r});
+      }
     }
     dirty.clear();
     if (remaining == 0) break;
@@ -58,8 +65,11 @@ Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, const std::vector<En
       if (it != owner.end()) mark(it->second);
     }
     while (!timers.empty() && timers.top().first <= fab.now()) {
-      mark(timers.top().second);
+      auto [at, r] = timers.top();
       timers.pop();
+      if (at != armed[r]) continue;  // superseded by an earlier timer that already fired
+      armed[r] = Nanos::max();
+      mark(r);
     }
     if (!dirty.empty()) continue;
     const Nanos next_timer = timers.empty() ? Nanos::max() : timers.top().first;

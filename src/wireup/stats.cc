@@ -23,6 +23,14 @@ void Stats::add(Phase p, Nanos d) {
   if (d.count() >= 0) samples_[static_cast<size_t>(p)].push_back(d.count());
 }
 
+void Stats::reserve(size_t active, size_t passive) {
+  for (size_t i = 0; i < samples_.size(); ++i) {
+    const Phase p = static_cast<Phase>(i);
+    const bool active_only = p == Phase::resolve_addr || p == Phase::resolve_route || p == Phase::req_to_rep;
+    samples_[i].reserve(samples_[i].size() + active + (active_only ? 0 : passive));
+  }
+}
+
 void Stats::record(const cm::Connection& c, Nanos first_start) {
   const cm::Timings& t = c.timings();
   auto span = [&](Phase p, Nanos from, Nanos to) {

@@ -35,6 +35,9 @@ struct PhaseSummary {
 class Stats {
  public:
   void add(Phase p, Nanos d);
+  // Room for the samples of `active` and `passive` established connections (what record()
+  // adds per role), so that recording never grows a vector mid-wireup.
+  void reserve(size_t active, size_t passive);
   void record(const cm::Connection& c, Nanos first_start);
 
   uint64_t connects_started = 0;      // active attempts, first ones and retries

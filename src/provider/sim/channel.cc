@@ -3,6 +3,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "provider/sim/cm_id.h"
 
@@ -100,7 +102,7 @@ void SimEventChannel::push(EventData ev) {
 
 Result<CmEvent> SimEventChannel::get_event() {
   if (pending_.empty())
-    return Error::make(ErrorCode::would_block, "rdma_get_cm_event", "no event pending");
+    { Error e; e.code = ErrorCode::would_block; return e; }
   EventData ev = std::move(pending_.front());
   pending_.pop_front();
   --core.stats.events_pending;
@@ -134,6 +136,10 @@ Result<CmEvent> SimEventChannel::get_event() {
 
 void SimEventChannel::move_events(Handle target, SimEventChannel& to) {
   if (&to == this) return;
+  // The common case (an id migrated once its events were handled) has nothing to move: skip
+  // the rebuild, whose fresh deque costs two allocations.
+  if (std::none_of(pending_.begin(), pending_.end(), [&](const EventData& ev) { return ev.target == target; }))
+    return;
   std::deque<EventData> keep;
   bool moved = false;
   for (EventData& ev : pending_) {
@@ -153,6 +159,8 @@ void SimEventChannel::move_events(Handle target, SimEventChannel& to) {
 }
 
 void SimEventChannel::drop_events(Handle target) {
+  if (std::none_of(pending_.begin(), pending_.end(), [&](const EventData& ev) { return ev.target == target; }))
+    return;
   std::deque<EventData> keep;
   std::deque<EventData> dying;
   for (EventData& ev : pending_) (ev.target == target ? dying : keep).push_back(std::move(ev));

@@ -39,8 +39,10 @@ Nanos SimFabric::next_time() const { return core_->next_time(); }
 bool SimFabric::idle() const { return core_->queue.empty(); }
 
 std::vector<SimFabric::Ready> SimFabric::take_ready() {
+  std::vector<ReadyChannel> ready = core_->take_ready();
   std::vector<Ready> out;
-  for (const ReadyChannel& r : core_->take_ready()) out.push_back({r.node, r.channel});
+  out.reserve(ready.size());  // drivers call this after every step: no growth on the way
+  for (const ReadyChannel& r : ready) out.push_back({r.node, r.channel});
   return out;
 }
 
