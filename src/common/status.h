@@ -42,12 +42,16 @@ struct Error {
   std::string peer;     // peer address or rank, when known
   uint32_t qpn = 0;     // the QP involved, when known
   std::string detail;   // one human sentence
+  const char* literal_call = nullptr;  // would_block_on(): the call's name, when `call` is empty
 
   // "rdma_connect(peer 10.0.0.2:7471, qpn 0x11): Connection refused (errno 111): detail"
   std::string message() const;
 
   static Error from_errno(std::string call, int err, std::string detail = {});
   static Error make(ErrorCode code, std::string call, std::string detail);
+  // EAGAIN from a non-blocking poll. Every idle progress() returns one, so it keeps a pointer
+  // to the call's name (a string literal) instead of a copy: no allocation.
+  static Error would_block_on(const char* call);
   Error&& with_peer(std::string p) && { peer = std::move(p); return std::move(*this); }
   Error&& with_qpn(uint32_t q) && { qpn = q; return std::move(*this); }
 };

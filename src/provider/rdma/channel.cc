@@ -31,7 +31,7 @@ Result<CmEvent> RdmaEventChannel::get_event() {
   if (rdma_get_cm_event(ch_, &ev) != 0) {
     int err = errno;
     if (err == EAGAIN || err == EWOULDBLOCK)
-      return Error::make(ErrorCode::would_block, "rdma_get_cm_event", "no event pending");
+      return Error::would_block_on("rdma_get_cm_event");  // every idle progress(): no allocation
     return Error::from_errno("rdma_get_cm_event", err);
   }
   CmEvent out;
