@@ -4,7 +4,7 @@
 #   scripts/sanitize.sh [extra ctest args]        e.g. scripts/sanitize.sh -R config
 #   scripts/sanitize.sh --vm [extra ctest args]   the whole build, then the VM suite (tests/vm,
 #                                                 label in_vm) inside the soft-RoCE VM
-# Env: ASAN_BUILD_DIR (default ./build-asan), WIREUP_JOBS (default nproc); ASAN_OPTIONS,
+# Env: ASAN_BUILD_DIR (default ./build-asan), WIREUP_JOBS (default nproc), ASAN_VM_MEM (guest MB for --vm, default 6144); ASAN_OPTIONS,
 # UBSAN_OPTIONS, LSAN_OPTIONS are added to the defaults below (later options win).
 #
 # Steps: configure with -DWIREUP_SANITIZE=ON (-O1 -g, assert()s live, no benchmarks); prove
@@ -105,7 +105,9 @@ if ((vm)); then
   vm_env=()
   [ -z "$preload" ] || vm_env=(--env "LD_PRELOAD=$preload")
   rc=0
-  "$ROOT/scripts/vm/run.sh" --timeout 3600 "${vm_env[@]}" --share "$B" -- \
+  # 6 GB guest: every instrumented rank reserves ASan's shadow and quarantine, and 8-16 of
+  # them under mpirun exhaust the default 2 GB.
+  "$ROOT/scripts/vm/run.sh" --timeout 3600 --mem "${ASAN_VM_MEM:-6144}" "${vm_env[@]}" --share "$B" -- \
     ctest --test-dir "$B/tests/vm" --output-on-failure --no-tests=error "$@" || rc=$?
   echo "sanitize.sh: VM suite took $(($(date +%s) - t0)) s in all (ASAN_OPTIONS=$ASAN_OPTIONS)"
   exit $rc
