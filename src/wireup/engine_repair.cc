@@ -90,7 +90,9 @@ void Engine::after_notice(Slot& s) {
 void Engine::settle_notice(Slot& s, const cm::Failure& f) {
   const uint64_t k = key(s.peer, s.lane);
   Notice& n = notices_.at(k);
-  const std::string pair = pair_name(s.peer, s.lane, n.attempt);
+  // Copied: drop_notice() below frees `n`, and the messages after it still name the attempt.
+  const uint32_t attempt = n.attempt;
+  const std::string pair = pair_name(s.peer, s.lane, attempt);
   if (f.kind == cm::FailKind::rejected && f.status == prov::reject_reason::consumer) {
     auto h = decode(f.private_data);
     if (h && h->kind == WireKind::reject) {
@@ -100,7 +102,7 @@ void Engine::settle_notice(Slot& s, const cm::Failure& f) {
                      opt_.rank, pair.c_str());
           // Reported only if the newer attempt never comes before the deadline.
           passive_failures_[k] = rtu_lost_failure(
-              s, f.status, "our REP retries for attempt " + std::to_string(n.attempt) +
+              s, f.status, "our REP retries for attempt " + std::to_string(attempt) +
                                " ran out though the peer was established (its RTUs were lost); it tore the lane "
                                "down to reconnect, and no newer attempt arrived");
           drop_notice(k);
@@ -112,7 +114,7 @@ void Engine::settle_notice(Slot& s, const cm::Failure& f) {
           drop_notice(k);
           passive_failures_.erase(k);
           return give_up(s, rtu_lost_failure(s, f.status,
-                                             "the peer's RTU for attempt " + std::to_string(n.attempt) +
+                                             "the peer's RTU for attempt " + std::to_string(attempt) +
                                                  " never arrived; the peer had the lane established and could not "
                                                  "reconnect it (it reported the loss on its side)"));
         case RejectCode::local_failure:
@@ -123,7 +125,7 @@ void Engine::settle_notice(Slot& s, const cm::Failure& f) {
           drop_notice(k);
           passive_failures_.erase(k);
           return give_up(s, rtu_lost_failure(s, f.status,
-                                             "our REP retries for attempt " + std::to_string(n.attempt) +
+                                             "our REP retries for attempt " + std::to_string(attempt) +
                                                  " ran out and the peer refused the RTU-lost notice (" +
                                                  to_string(h->reason) + "): it may hold the lane as connected"));
       }
@@ -141,10 +143,10 @@ void Engine::settle_notice(Slot& s, const cm::Failure& f) {
   const bool gone = f.kind == cm::FailKind::rejected && f.status == prov::reject_reason::no_listener;
   give_up(s, rtu_lost_failure(
                  s, f.status,
-                 gone ? "the peer's RTU for attempt " + std::to_string(n.attempt) +
+                 gone ? "the peer's RTU for attempt " + std::to_string(attempt) +
                             " never arrived and the peer's listener is gone (it finished its wireup): it may hold "
                             "the lane as connected"
-                      : "the peer's RTU for attempt " + std::to_string(n.attempt) +
+                      : "the peer's RTU for attempt " + std::to_string(attempt) +
                             " never arrived and the RTU-lost notice could not be delivered (" + f.describe() +
                             "): the peer may hold the lane as connected"));
 }
