@@ -18,7 +18,8 @@ Job::~Job() {
   for (auto& r : ranks) r.engine.reset();
 }
 
-Result<Job> make_job(EngineFabric& f, uint32_t n, uint32_t lanes, const OptionsHook& hook) {
+Result<Job> make_job(EngineFabric& f, uint32_t n, uint32_t lanes, const OptionsHook& hook,
+                     const FactoryHook& factory_hook) {
   Job job;
   std::vector<Peer> table;
   for (uint32_t i = 0; i < n; ++i) {
@@ -31,7 +32,9 @@ Result<Job> make_job(EngineFabric& f, uint32_t n, uint32_t lanes, const OptionsH
     if (hook) hook(o);
     Rank r;
     r.factory = std::make_unique<qp::DefaultQpFactory>(prov::QpCaps{8, 8, 1, 1, 0}, 4096);
-    auto e = Engine::create(f.provider(i), o, r.factory->hook());
+    qp::QpFactory factory = r.factory->hook();
+    if (factory_hook) factory = factory_hook(i, std::move(factory));
+    auto e = Engine::create(f.provider(i), o, std::move(factory));
     if (!e) return Error(e.error()).with_peer("rank " + std::to_string(i));
     r.engine = std::move(e).value();
     table.push_back(Peer{i, r.engine->local_address()});

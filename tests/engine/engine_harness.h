@@ -39,9 +39,12 @@ struct Job {
 };
 
 using OptionsHook = std::function<void(EngineOptions&)>;
+// Wraps rank `rank`'s QP factory (e.g. to make some QP creations fail).
+using FactoryHook = std::function<qp::QpFactory(uint32_t rank, qp::QpFactory inner)>;
 
 // Creates `n` engines (rank i on node i % nodes), exchanges addresses, starts them.
-Result<Job> make_job(EngineFabric& f, uint32_t n, uint32_t lanes, const OptionsHook& hook = {});
+Result<Job> make_job(EngineFabric& f, uint32_t n, uint32_t lanes, const OptionsHook& hook = {},
+                     const FactoryHook& factory_hook = {});
 
 // Progresses every engine until all are done or `bound` (provider clock) passes.
 Status run_to_completion(EngineFabric& f, Job& job, Nanos bound);

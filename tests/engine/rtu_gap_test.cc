@@ -144,35 +144,22 @@ TEST(RtuGap, NoListenerLeftIsReportedExplicitly) {
 TEST(PassiveLocalFailure, RejectCarriesLocalFailureAndIsRetried) {
   for (uint32_t attempts : {1u, 2u}) {
     SimEngineFabric f(2, SimConfig{.seed = 5});
-    Job job;
-    std::vector<Peer> table;
     int passive_failures_left = 1;
-    for (uint32_t i = 0; i < 2; ++i) {
-      EngineOptions o;
-      o.rank = i;
-      o.nranks = 2;
-      o.job_key = 0x1234;
-      o.listen_addr = f.address(i);
-      o.max_attempts = attempts;
-      o.wireup_timeout = 30s;
-      Rank rk;
-      rk.factory = std::make_unique<qp::DefaultQpFactory>(prov::QpCaps{8, 8, 1, 1, 0}, 64);
-      qp::QpFactory inner = rk.factory->hook();
-      qp::QpFactory hook = [inner, &passive_failures_left](const qp::QpRequest& q) -> Result<std::unique_ptr<prov::Qp>> {
-        if (!q.active && passive_failures_left-- > 0)
-          return Error::make(ErrorCode::resource_exhausted, "ibv_create_qp", "test: out of QPs");
-        return inner(q);
-      };
-      auto e = Engine::create(f.provider(i), o, hook);
-      ASSERT_TRUE(e) << e.error().message();
-      rk.engine = std::move(e).value();
-      table.push_back(Peer{i, rk.engine->local_address()});
-      job.ranks.push_back(std::move(rk));
-    }
-    for (auto& rk : job.ranks) {
-      ASSERT_TRUE(rk.engine->set_peers(table));
-      ASSERT_TRUE(rk.engine->start());
-    }
+    auto made = make_job(
+        f, 2, 1,
+        [&](EngineOptions& o) {
+          o.max_attempts = attempts;
+          o.wireup_timeout = 30s;
+        },
+        [&](uint32_t, qp::QpFactory inner) -> qp::QpFactory {
+          return [inner, &passive_failures_left](const qp::QpRequest& q) -> Result<std::unique_ptr<prov::Qp>> {
+            if (!q.active && passive_failures_left-- > 0)
+              return Error::make(ErrorCode::resource_exhausted, "ibv_create_qp", "test: out of QPs");
+            return inner(q);
+          };
+        });
+    ASSERT_TRUE(made) << made.error().message();
+    Job job = std::move(made).value();
     auto r = drive(f, job, 60s);
     ASSERT_TRUE(r) << r.error().message();
     const Engine& a = *job.ranks[0].engine;  // rank 0 initiates to 1
