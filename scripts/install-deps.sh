@@ -15,6 +15,8 @@ PKGS=(
   # fuzzers and sanitizers
   clang libclang-rt-14-dev
   jq
+  # message authentication of the private data (issue: handshake), PMIx bootstrap, build cache
+  libsodium-dev libpmix-dev ccache
 )
 
 missing=()
