@@ -27,7 +27,7 @@ void CheckCounts::problem(std::string s) {
 std::vector<QpnPair> qpn_table(const Engine& e, uint32_t nranks, uint32_t lanes) {
   std::vector<QpnPair> t(size_t(nranks) * lanes);
   for (const ConnResult& c : e.results())
-    if (c.peer < nranks && c.lane < lanes) t[size_t(c.peer) * lanes + c.lane] = {c.local_qpn, c.remote_qpn};
+    if (!c.withdrawn && c.peer < nranks && c.lane < lanes) t[size_t(c.peer) * lanes + c.lane] = {c.local_qpn, c.remote_qpn};
   return t;
 }
 

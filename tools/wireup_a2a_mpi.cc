@@ -81,7 +81,7 @@ std::pair<double, double> cpu_seconds() {  // user, system
   for (;;) {
     auto w = e.progress();
     const double ms = since(t0) * 1e3;
-    const uint64_t up = e.stats().established_active + e.stats().established_passive;
+    const uint64_t up = e.stats()[Counter::established_active] + e.stats()[Counter::established_passive];
     const bool trigger = (o.kill_after_ms >= 0 && ms >= double(o.kill_after_ms)) ||
                          (o.kill_after_conns > 0 && up >= uint64_t(o.kill_after_conns));
     if (trigger || e.done() || !w) {
@@ -126,8 +126,8 @@ Wireup run_wireup(const Options& o, Engine& e, MPI_Comm live, uint64_t planned) 
     }
     const auto now = Clock::now();
     if (req == MPI_REQUEST_NULL && (done || now - last_round >= kRoundEvery)) {
-      send[0] = e.stats().established_active;
-      send[1] = e.stats().retries;
+      send[0] = e.stats()[Counter::established_active];
+      send[1] = e.stats()[Counter::retries];
       send[2] = done ? 1 : 0;
       MPI_Iallreduce(send, recv, 3, MPI_UINT64_T, MPI_SUM, live, &req);
       last_round = now;

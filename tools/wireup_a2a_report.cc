@@ -34,6 +34,7 @@ RankReport make_report(uint32_t rank, const RankEngine& re, double wireup_s, con
   r.rank = rank;
   r.wireup_s = wireup_s;
   for (const ConnResult& c : e.results()) {
+    if (c.withdrawn) continue;
     if (r.device.empty()) r.device = c.device;
     if (dead.count(c.peer)) {
       ++r.lost;
@@ -42,18 +43,18 @@ RankReport make_report(uint32_t rank, const RankEngine& re, double wireup_s, con
       ++r.active_to_live;
     }
   }
-  r.planned = e.results().size() + e.errors().size();
+  r.planned = e.connected() + e.errors().size();
   const Stats& s = e.stats();
-  r.connects_started = s.connects_started;
-  r.retries = s.retries;
-  r.failed = s.failed;
-  r.superseded = s.superseded;
-  r.strangers = s.strangers;
-  r.events = s.events;
-  r.rejects_received = s.rejects_received;
-  r.rejects_sent = s.rejects_sent;
-  r.failures = s.failures;
-  r.ece_outcomes = s.ece_outcomes;
+  r.connects_started = s[Counter::connects_started];
+  r.retries = s[Counter::retries];
+  r.failed = s[Counter::failed];
+  r.superseded = s[Counter::superseded];
+  r.strangers = s[Counter::strangers];
+  r.events = s[Counter::events];
+  r.rejects_received = s.rejects_received_by_reason();
+  r.rejects_sent = s.rejects_sent_by_name();
+  r.failures = s.failures_by_name();
+  r.ece_outcomes = s.ece_outcomes_by_name();
   for (size_t p = 0; p < r.samples.size(); ++p) r.samples[p] = s.samples(static_cast<Phase>(p));
   for (const PeerError& pe : e.errors()) r.errors_by_peer[pe.peer][failure_kind(pe.failure)]++;
   return r;

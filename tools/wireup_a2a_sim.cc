@@ -38,7 +38,8 @@ struct SimRank {
 Nanos done_at(const Engine& e, Nanos job_end) {
   if (!e.errors().empty() || e.results().empty()) return job_end;
   Nanos last{0};
-  for (const ConnResult& c : e.results()) last = std::max(last, c.timings.established);
+  for (const ConnResult& c : e.results())
+    if (!c.withdrawn) last = std::max(last, c.timings.established);
   return last;
 }
 
@@ -47,7 +48,8 @@ void cross_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead
   auto k = [](uint32_t peer, uint32_t lane) { return (uint64_t(peer) << 32) | lane; };
   for (size_t r = 0; r < ranks.size(); ++r)
     if (!dead.count(uint32_t(r)))
-      for (const ConnResult& c : ranks[r].re.engine->results()) seen[r][k(c.peer, c.lane)] = {c.local_qpn, c.remote_qpn};
+      for (const ConnResult& c : ranks[r].re.engine->results())
+        if (!c.withdrawn) seen[r][k(c.peer, c.lane)] = {c.local_qpn, c.remote_qpn};
   for (uint32_t a = 0; a < ranks.size(); ++a) {
     for (auto& [key, mine] : seen[a]) {
       const uint32_t b = uint32_t(key >> 32), lane = uint32_t(key);

@@ -62,8 +62,8 @@ const Failure& Connection::failure() const {
   return failure_ ? *failure_ : none;
 }
 
-Connection::Connection(prov::Provider& p, Role r, const Spec& spec)
-    : provider_(p), profile_(*spec.profile), peer_(spec.peer), lane_(spec.lane), role_(r),
+Connection::Connection(prov::Provider& p, Role r, const Spec& spec, ConnectionObserver* observer)
+    : provider_(p), profile_(*spec.profile), observer_(observer), peer_(spec.peer), lane_(spec.lane), role_(r),
       state_(r == Role::active ? State::resolving_addr : State::requested), private_data_(spec.private_data),
       reject_data_(spec.reject_data) {
   t_.start = now();
@@ -71,10 +71,11 @@ Connection::Connection(prov::Provider& p, Role r, const Spec& spec)
 
 Connection::~Connection() = default;
 
-Result<std::unique_ptr<Connection>> Connection::start(prov::Provider& p, prov::EventChannel& ch, const Spec& spec) {
-  std::unique_ptr<Connection> c(new Connection(p, Role::active, spec));
+Result<std::unique_ptr<Connection>> Connection::start(prov::Provider& p, prov::EventChannel& ch, const Spec& spec,
+                                                     ConnectionObserver* observer) {
+  std::unique_ptr<Connection> c(new Connection(p, Role::active, spec, observer));
   const Profile& pr = c->profile_;
-  auto id = p.create_id(ch, prov::PortSpace::tcp, c.get());
+  auto id = p.create_id(ch, prov::PortSpace::tcp, prov::Route(c.get()));
   if (!id) return Error(id.error()).with_peer(spec.remote.to_string());
   c->id_ = std::move(id).value();
   if (pr.tos) WIREUP_TRY(c->id_->set_tos(*pr.tos));
@@ -83,10 +84,11 @@ Result<std::unique_ptr<Connection>> Connection::start(prov::Provider& p, prov::E
   return c;
 }
 
-std::unique_ptr<Connection> Connection::from_request(prov::Provider& p, prov::CmEvent& req, const Spec& spec) {
-  std::unique_ptr<Connection> c(new Connection(p, Role::passive, spec));
+std::unique_ptr<Connection> Connection::from_request(prov::Provider& p, prov::CmEvent& req, const Spec& spec,
+                                                    ConnectionObserver* observer) {
+  std::unique_ptr<Connection> c(new Connection(p, Role::passive, spec, observer));
   c->id_ = std::move(req.new_id);
-  c->id_->user_context = c.get();
+  c->id_->set_route(prov::Route(c.get()));
   c->remote_qpn_ = req.qp_num;
   c->t_.request = c->t_.start;
   return c;
@@ -277,7 +279,13 @@ void Connection::on_event(const prov::CmEvent& ev) {
              prov::to_string(ev.type), to_string(state_));
 }
 
-Status Connection::migrate(prov::EventChannel& to) { return id_->migrate(to); }
+void Connection::on_cm_event(prov::CmEvent& ev) {
+  on_event(ev);
+  ev.ack();  // before the observer: it may migrate or destroy the id
+  if (observer_ != nullptr) observer_->on_connection_changed(*this);
+}
+
+Status Connection::migrate(prov::EventChannel& to, prov::Route route) { return id_->migrate(to, route); }
 
 Status Connection::disconnect() {
   if (state_ != State::established) return Status::ok();

@@ -4,8 +4,10 @@
 //          CONNECT_RESPONSE -> ECE -> RTR -> RTS -> rdma_establish -> established
 // Passive: from_request() (owner validated the private data first) -> accept() [QP, ECE,
 //          RTR, RTS, rdma_accept with qp_num] -> ESTABLISHED -> established
-// The owner routes CM events here with on_event(), acks them afterwards, and migrates the
-// id once established. Nothing here blocks.
+// A connection is the sink of its own id's events (prov::dispatch hands them here); after
+// each one it tells its observer, which may then grant a QP, migrate the id or retire the
+// connection. A retired connection is detached first: it keeps absorbing (and acking) the
+// events still queued for its id and reports none of them. Nothing here blocks.
 #pragma once
 
 #include <array>
@@ -114,16 +116,29 @@ struct Spec {
   PrivateData reject_data;
 };
 
-class Connection {
+class Connection;
+
+// Told after every event that reached a connection (the event is acked by then).
+class ConnectionObserver {
+ public:
+  virtual void on_connection_changed(Connection& c) = 0;
+
+ protected:
+  ~ConnectionObserver() = default;
+};
+
+class Connection final : public prov::CmEventSink {
  public:
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   // Active side: creates the id on `ch` and issues rdma_resolve_addr.
-  static Result<std::unique_ptr<Connection>> start(prov::Provider& p, prov::EventChannel& ch, const Spec& spec);
+  static Result<std::unique_ptr<Connection>> start(prov::Provider& p, prov::EventChannel& ch, const Spec& spec,
+                                                   ConnectionObserver* observer);
   // Passive side: takes the new id out of a validated CONNECT_REQUEST.
-  static std::unique_ptr<Connection> from_request(prov::Provider& p, prov::CmEvent& req, const Spec& spec);
+  static std::unique_ptr<Connection> from_request(prov::Provider& p, prov::CmEvent& req, const Spec& spec,
+                                                  ConnectionObserver* observer);
 
   // Active, in route_resolved: QP from the factory, INIT, ECE offer, rdma_connect.
   Status connect(const qp::QpFactory& factory);
@@ -138,8 +153,12 @@ class Connection {
   Status accept(const qp::QpFactory& factory);
   // Feeds one CM event of this connection's id. Errors end up in failure(), not here.
   void on_event(const prov::CmEvent& ev);
-  // rdma_migrate_id to `to`; every event of the id must have been acked.
-  Status migrate(prov::EventChannel& to);
+  // prov::CmEventSink: on_event, ack, then the observer (unless detached).
+  void on_cm_event(prov::CmEvent& ev) override;
+  // No more reports to the observer (the owner retired this connection).
+  void detach() { observer_ = nullptr; }
+  // rdma_migrate_id to `to`, its events then going to `route`; every event must be acked.
+  Status migrate(prov::EventChannel& to, prov::Route route);
   Status disconnect();
 
   Role role() const { return role_; }
@@ -158,10 +177,12 @@ class Connection {
   // The id, for owners that keep it after the connection object is gone.
   std::unique_ptr<prov::CmId> take_id() { return std::move(id_); }
 
-  void* owner = nullptr;  // the owner's record of this connection (the engine's slot)
+  // The id's last events may arrive after the owner let go: "owned" says whether anyone
+  // still listens (for teardown accounting).
+  bool detached() const { return observer_ == nullptr; }
 
  private:
-  Connection(prov::Provider& p, Role r, const Spec& spec);
+  Connection(prov::Provider& p, Role r, const Spec& spec, ConnectionObserver* observer);
   void fail(FailKind kind, Error e, int status = 0);
   void fail_event(FailKind kind, const prov::CmEvent& ev);
   Status make_qp(const qp::QpFactory& factory);
@@ -170,6 +191,7 @@ class Connection {
 
   prov::Provider& provider_;
   const Profile& profile_;
+  ConnectionObserver* observer_;
   uint32_t peer_;
   uint32_t lane_;
   Role role_;

@@ -132,9 +132,9 @@ TEST(EngineAttempts, NewerSupersedesHalfOpenAndStaleIsRefused) {
   EXPECT_EQ(target.results()[0].remote_qpn, a3->qp->qpn());
   EXPECT_EQ(target.results()[0].local_qpn, target_qpn);
   EXPECT_EQ(target.results()[0].attempts, 3u);
-  EXPECT_EQ(target.stats().superseded, 1u);
-  EXPECT_EQ(target.stats().rejects_sent.at("stale_attempt"), 1u);
-  EXPECT_EQ(target.stats().strangers, 0u) << "a stale attempt is not a stranger";
+  EXPECT_EQ(target.stats()[Counter::superseded], 1u);
+  EXPECT_EQ(target.stats().rejects_sent(RejectCode::stale_attempt), 1u);
+  EXPECT_EQ(target.stats()[Counter::strangers], 0u) << "a stale attempt is not a stranger";
   ASSERT_TRUE(target.close(0s));
 }
 

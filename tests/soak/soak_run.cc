@@ -246,6 +246,7 @@ void Runner::check_pairs() {
     if (!live(r)) continue;
     const Engine& e = *m_[r].engine;
     for (const ConnResult& x : e.results()) {
+      if (x.withdrawn) continue;  // taken back by an RTU repair, never a connection
       if (x.peer >= n || x.peer == r || x.lane >= c_.lanes) {
         bad("rank %u: result for peer %u lane %u outside the plan", r, x.peer, x.lane);
         continue;
@@ -266,9 +267,9 @@ void Runner::check_pairs() {
       if (x.failure.kind == cm::FailKind::none) bad("rank %u: error without a reason: %s", r, x.describe().c_str());
       ++rep_.failed;
     }
-    rep_.retries += e.stats().retries;
-    rep_.repairs += e.stats().repairs;
-    rep_.rtu_notices += e.stats().rtu_lost_sent;
+    rep_.retries += e.stats()[Counter::retries];
+    rep_.repairs += e.stats()[Counter::repairs];
+    rep_.rtu_notices += e.stats()[Counter::rtu_lost_sent];
   }
   // The IB CM's own gap: the active side is established once it has the REP and sent the RTU;
   // if every RTU (or the REPs that would make the active CM resend it) is lost until the
@@ -353,7 +354,7 @@ void Runner::check_accounting() {
     if (!mb.engine) continue;
     ++engines;
     ids += mb.engine->live_ids();
-    results += mb.engine->results().size();
+    results += mb.engine->connected();
     for (const ConnResult& x : mb.engine->results()) qps += x.qp != nullptr;
     if (mb.engine->setup_channel_open()) bad("an engine that is done still has its setup channel");
   }
@@ -416,6 +417,7 @@ RunReport Runner::go() {
   for (uint32_t r = 0; r < m_.size(); ++r) {
     if (!m_[r].engine) continue;
     for (const ConnResult& x : m_[r].engine->results()) {
+      d.add(x.withdrawn);
       d.add((uint64_t(r) << 40) | (uint64_t(x.peer) << 16) | x.lane);
       d.add((uint64_t(x.local_qpn) << 32) | x.remote_qpn);
       d.add(x.attempts);
