@@ -63,7 +63,7 @@ const Failure& Connection::failure() const {
 }
 
 Connection::Connection(prov::Provider& p, Role r, const Spec& spec, ConnectionObserver* observer)
-    : provider_(p), profile_(*spec.profile), observer_(observer), peer_(spec.peer), lane_(spec.lane), role_(r),
+    : provider_(p), profile_(*spec.profile), observer_(observer), tag_(spec.tag), peer_(spec.peer), lane_(spec.lane), role_(r),
       state_(r == Role::active ? State::resolving_addr : State::requested), private_data_(spec.private_data),
       reject_data_(spec.reject_data) {
   t_.start = now();

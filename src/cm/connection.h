@@ -108,6 +108,7 @@ class PrivateData {
 struct Spec {
   uint32_t peer = 0;
   uint32_t lane = 0;
+  uint64_t tag = 0;                  // the owner's name for this connection (tag())
   const Profile* profile = nullptr;  // required
   prov::SockAddr remote;             // active: the peer's listen address (used by start())
   PrivateData private_data;          // REQ (active) or REP (passive)
@@ -165,6 +166,7 @@ class Connection final : public prov::CmEventSink {
   State state() const { return state_; }
   bool done() const { return state_ == State::established || state_ == State::failed || state_ == State::disconnected; }
   uint32_t peer() const { return peer_; }
+  uint64_t tag() const { return tag_; }
   uint32_t lane() const { return lane_; }
   const Failure& failure() const;
   const Timings& timings() const { return t_; }
@@ -192,6 +194,7 @@ class Connection final : public prov::CmEventSink {
   prov::Provider& provider_;
   const Profile& profile_;
   ConnectionObserver* observer_;
+  uint64_t tag_;
   uint32_t peer_;
   uint32_t lane_;
   Role role_;

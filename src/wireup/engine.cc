@@ -178,7 +178,7 @@ void Engine::on_cm_event(prov::CmEvent& ev) {
 void Engine::on_connection_changed(cm::Connection& c) {
   // Only a connection the engine still holds reports here (retire() detaches the others),
   // and a pair holds at most one: either its connect or its rtu_lost notice.
-  Pair* p = pairs_.find(c.peer(), c.lane());
+  Pair* p = pairs_.at(c.tag());
   if (p == nullptr) return;
   if (auto* cs = p->as<Connecting>(); cs && cs->conn.get() == &c) return after_event(*p);
   if (auto* pr = p->as<Probing>(); pr && pr->notice->conn.get() == &c) return after_notice(*p);

@@ -9,6 +9,7 @@ cm::Spec Engine::spec_for(const Pair& p) const {
   cm::Spec spec;
   spec.peer = p.peer;
   spec.lane = p.lane;
+  spec.tag = pairs_.index(p);
   spec.profile = &fixed_.profile;
   // The passive side needs it too: a rtu_lost notice goes to the active peer's listener.
   if (auto a = peers_.address(p.peer)) spec.remote = *a;
@@ -26,8 +27,8 @@ int Engine::start_connects() {
   const Nanos t = now();
   while (admission_.connect_room()) {
     Pair* p = nullptr;
-    if (auto k = retries_.pop_due(RetryScheduler::Queue::connect, t)) {
-      p = pairs_.find(*k);
+    if (auto i = retries_.pop_due(RetryScheduler::Queue::connect, t)) {
+      p = pairs_.at(*i);
     } else if (!pairs_.all_started()) {
       p = pairs_.next_to_start();
     } else {
@@ -53,9 +54,9 @@ int Engine::grant_qps() {
   int work = 0;
   // Passive first: accepting is what lets the peers' connects (and so their windows) finish.
   for (cm::Role role : {cm::Role::passive, cm::Role::active}) {
-    uint64_t k = 0;
-    while (admission_.next_waiter(role, &k)) {
-      Pair* p = pairs_.find(k);
+    uint64_t i = 0;
+    while (admission_.next_waiter(role, &i)) {
+      Pair* p = pairs_.at(i);
       auto* cs = p ? p->as<Connecting>() : nullptr;
       if (cs == nullptr || cs->holds_qp_place) continue;
       cm::Connection& c = *cs->conn;
@@ -77,7 +78,7 @@ void Engine::after_event(Pair& p) {
   switch (cs->conn->state()) {
     case cm::State::route_resolved:
     case cm::State::requested:
-      if (!cs->holds_qp_place) admission_.wait_for_qp(p.role, p.key());
+      if (!cs->holds_qp_place) admission_.wait_for_qp(p.role, pairs_.index(p));
       return;
     case cm::State::established:
       return establish(p);
@@ -118,7 +119,7 @@ void Engine::establish(Pair& p) {
   if (p.role == cm::Role::active) admission_.release_connect();
   if (cs.holds_qp_place) admission_.release_qp(p.role);
   // Every event of the id was acked before we got here: the migration cannot block.
-  if (Status m = c->migrate(*channels_.steady, prov::Route(static_cast<prov::CmEventSink*>(this), p.key())); !m) {
+  if (Status m = c->migrate(*channels_.steady, prov::Route(static_cast<prov::CmEventSink*>(this), pairs_.index(p))); !m) {
     Waiting w{std::move(cs.last)};
     retire(std::move(c));
     p.become(std::move(w));
@@ -171,7 +172,7 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f) {
     if (f.kind == cm::FailKind::unreachable) start_notice(p);
     return;
   }
-  if (retries_.after_failure(p.key(), f, p.attempt, now()).retry) {
+  if (retries_.after_failure(pairs_.index(p), f, p.attempt, now()).retry) {
     ++stats_[Counter::retries];
     WIREUP_LOG(info, "rank %u lane %u attempt %u: %s; retrying", p.peer, p.lane, p.attempt, f.describe().c_str());
     return;

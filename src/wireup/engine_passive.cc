@@ -48,8 +48,8 @@ void Engine::handle_request(prov::CmEvent& ev) {
 }
 
 void Engine::answer_steady(prov::CmEvent& ev) {
-  // Only established ids live on the steady channel; their tag is their pair.
-  Pair* p = pairs_.find(ev.id->route().tag);
+  // Only established ids live on the steady channel; their tag is their pair's index.
+  Pair* p = pairs_.at(ev.id->route().tag);
   auto* e = p ? p->as<Established>() : nullptr;
   if (e == nullptr) return;
   if (ev.type == CmEventType::disconnected && !e->disconnected) {

@@ -87,7 +87,7 @@ void Engine::settle_notice(Pair& p, const cm::Failure& a) {
       p.become(Waiting{std::make_unique<cm::Failure>(n.unreachable)});
       return;
     case repair::Outcome::ask_again:
-      (void)retries_.schedule(RetryScheduler::Queue::notice, p.key(), n.tries, now());
+      (void)retries_.schedule(RetryScheduler::Queue::notice, pairs_.index(p), n.tries, now());
       return;
     case repair::Outcome::give_up:
       break;
@@ -118,8 +118,8 @@ void Engine::settle_notice(Pair& p, const cm::Failure& a) {
 
 int Engine::start_due_notices() {
   int work = 0;
-  while (auto k = retries_.pop_due(RetryScheduler::Queue::notice, now())) {
-    Pair* p = pairs_.find(*k);
+  while (auto i = retries_.pop_due(RetryScheduler::Queue::notice, now())) {
+    Pair* p = pairs_.at(*i);
     auto* pr = p ? p->as<Probing>() : nullptr;
     if (pr == nullptr || pr->notice->conn) continue;  // the peer's newer attempt came meanwhile
     start_notice(*p);
@@ -160,7 +160,7 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
     case A::abandon_and_retry:
       abandon_attempt(*p);
       ++stats_[Counter::retries];
-      (void)retries_.schedule(RetryScheduler::Queue::connect, p->key(), p->attempt, now());
+      (void)retries_.schedule(RetryScheduler::Queue::connect, pairs_.index(*p), p->attempt, now());
       return;
     case A::abandon_and_give_up:
       abandon_attempt(*p);
@@ -174,7 +174,7 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
       tear_down_established(*p);
       ++stats_[Counter::repairs];
       ++stats_[Counter::retries];
-      (void)retries_.schedule(RetryScheduler::Queue::connect, p->key(), p->attempt, now());
+      (void)retries_.schedule(RetryScheduler::Queue::connect, pairs_.index(*p), p->attempt, now());
       return;
     case A::tear_down_and_give_up:
       ++stats_[Counter::repairs_refused];

@@ -27,7 +27,9 @@ void PairTable::build(const std::vector<uint64_t>& active, const std::vector<uin
     p.lane = key_lane(k);
     p.role = role;
   }
-  start_order_ = active;
+  start_order_.clear();
+  start_order_.reserve(active.size());
+  for (uint64_t k : active) start_order_.push_back(index(*find(k)));
   next_start_ = 0;
   open_ = pairs_.size();
 }
@@ -44,7 +46,7 @@ const Pair* PairTable::find(uint64_t key) const {
 
 Pair* PairTable::next_to_start() {
   while (next_start_ < start_order_.size()) {
-    Pair* p = find(start_order_[next_start_++]);
+    Pair* p = at(start_order_[next_start_++]);
     if (p != nullptr) return p;
   }
   return nullptr;

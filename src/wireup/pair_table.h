@@ -91,6 +91,10 @@ class PairTable {
   Pair* find(uint64_t key);
   const Pair* find(uint64_t key) const;
   Pair* find(uint32_t peer, uint32_t lane) { return find(pair_key(peer, lane)); }
+  // A pair's index never changes after build(): the engine's internal tags (connection
+  // tags, steady routes, queues) are indexes, so that an event finds its pair in O(1).
+  uint32_t index(const Pair& p) const { return static_cast<uint32_t>(&p - pairs_.data()); }
+  Pair* at(uint64_t index) { return index < pairs_.size() ? &pairs_[index] : nullptr; }
 
   std::vector<Pair>::iterator begin() { return pairs_.begin(); }
   std::vector<Pair>::iterator end() { return pairs_.end(); }
@@ -99,6 +103,7 @@ class PairTable {
   size_t size() const { return pairs_.size(); }
 
   // The next active pair in start order (first attempts), or null when all were started.
+  // (start_order_ holds indexes)
   Pair* next_to_start();
   bool all_started() const { return next_start_ >= start_order_.size(); }
 

@@ -38,8 +38,8 @@ struct RetryDecision {
 RetryDecision decide(const RetryPolicy& p, const cm::Failure& f, uint32_t attempt, Nanos now, double u);
 
 // The retries that wait out their backoff, in two queues: connects (which also wait for a
-// place in the connect window) and rtu_lost notices (which do not). Entries are keys of
-// pairs; a pair that moved on meanwhile is skipped by whoever pops it.
+// place in the connect window) and rtu_lost notices (which do not). Entries name pairs (the
+// engine uses pair indexes); a pair that moved on meanwhile is skipped by whoever pops it.
 class RetryScheduler {
  public:
   enum class Queue : uint8_t { connect, notice };

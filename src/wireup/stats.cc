@@ -78,6 +78,7 @@ void Stats::reserve(size_t active, size_t passive) {
   for (size_t i = 0; i < samples_.size(); ++i) {
     const Phase p = static_cast<Phase>(i);
     const bool active_only = p == Phase::resolve_addr || p == Phase::resolve_route || p == Phase::req_to_rep;
+    if (!sampled(p)) continue;
     samples_[i].reserve(samples_[i].size() + active + (active_only ? 0 : passive));
   }
 }
@@ -85,7 +86,7 @@ void Stats::reserve(size_t active, size_t passive) {
 void Stats::record(const cm::Connection& c, Nanos first_start) {
   const auto d = phase_spans(c.timings(), c.role(), first_start);
   for (size_t i = 0; i < kPhases; ++i)
-    if (d[i] != cm::kUnset) samples_[i].push_back(d[i].count());
+    if (sampled(static_cast<Phase>(i)) && d[i] != cm::kUnset) samples_[i].push_back(d[i].count());
   ++ece_[static_cast<size_t>(c.ece().outcome)];
 }
 
@@ -159,6 +160,7 @@ std::string Stats::to_json() const {
   s += "\"phases_us\":{";
   char buf[192];
   for (size_t i = 0; i < kPhases; ++i) {
+    if (!sampled(static_cast<Phase>(i))) continue;
     PhaseSummary p = summary(static_cast<Phase>(i));
     std::snprintf(buf, sizeof buf, "%s\"%s\":{\"n\":%zu,\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f,\"mean\":%.1f}",
                   i ? "," : "", to_string(static_cast<Phase>(i)), p.n, p.p50_us, p.p99_us, p.max_us, p.mean_us);

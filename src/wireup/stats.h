@@ -29,6 +29,9 @@ enum class Phase : uint8_t {
 };
 inline constexpr size_t kPhases = static_cast<size_t>(Phase::count_);
 const char* to_string(Phase p);
+// Phases the statistics keep samples of: `attempt` is in every result already (and a sample
+// per endpoint would cost 8 bytes each).
+constexpr bool sampled(Phase p) { return p != Phase::attempt; }
 
 // The phases of one connection from its time stamps; cm::kUnset where a phase was not
 // reached (or does not exist for the role, like resolve_addr on the passive side).
