@@ -155,7 +155,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   // the passive side and the steady channel (engine_passive.cc)
   bool accepting() const { return life_.started && channels_.setup && !channels_.setup->closing; }
   void handle_request(prov::CmEvent& ev);
-  void refuse(prov::CmEvent& ev, const GateVerdict& v, const std::string& source);
+  void refuse(prov::CmEvent& ev, const GateVerdict& v);
   void answer_steady(prov::CmEvent& ev);
   int drain_steady();
 

@@ -6,9 +6,10 @@ namespace wireup {
 
 using prov::CmEventType;
 
-void Engine::refuse(prov::CmEvent& ev, const GateVerdict& v, const std::string& source) {
+void Engine::refuse(prov::CmEvent& ev, const GateVerdict& v) {
   if (v.stranger()) ++stats_[Counter::strangers];
   stats_.reject_sent(v.code);
+  const std::string source = ev.id->peer_addr().to_string();
   switch (strangers_.note(source)) {
     case StrangerLog::Verdict::log:
       WIREUP_LOG(warn, "rank %u: rejected request from %s: %s (%s)", opt().rank, source.c_str(), to_string(v.code),
@@ -27,14 +28,13 @@ void Engine::refuse(prov::CmEvent& ev, const GateVerdict& v, const std::string& 
 void Engine::handle_request(prov::CmEvent& ev) {
   // Everything below decides from the private data alone: no QP, no memory, no state is
   // allocated for a request until it is known to come from a planned peer of this job.
-  const std::string source = ev.id->peer_addr().to_string();
   const EngineOptions& o = opt();
   GateVerdict v = check_request(GateContext{o.job_key, o.rank, o.nranks, o.lanes, &peers_, accepting()},
                                 ev.private_data);
   if (v.admit == Admit::rtu_notice) return answer_notice(ev, v);
   Pair* p = v.admit == Admit::connect ? pairs_.find(v.header.src_rank, v.header.lane) : nullptr;
   if (p != nullptr) v = check_pair(std::move(v), p->state(), p->attempt);
-  if (v.admit != Admit::connect || p == nullptr) return refuse(ev, v, source);
+  if (v.admit != Admit::connect || p == nullptr) return refuse(ev, v);
   // A newer attempt supersedes our half-open one (the peer has given up on it), and answers
   // a rtu_lost question we may have asked (the peer is retrying).
   if (p->state() == PairState::connecting) ++stats_[Counter::superseded];

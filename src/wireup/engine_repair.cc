@@ -141,8 +141,7 @@ void Engine::tear_down_established(Pair& p) {
 void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
   ++stats_[Counter::rtu_lost_received];
   Pair* p = pairs_.find(v.header.src_rank, v.header.lane);
-  if (p == nullptr) return refuse(ev, GateVerdict{Admit::refuse, v.header, RejectCode::unknown_rank, "no such pair"},
-                                  ev.id->peer_addr().to_string());
+  if (p == nullptr) return refuse(ev, GateVerdict{Admit::refuse, v.header, RejectCode::unknown_rank, "no such pair"});
   auto* e = p->as<Established>();
   const repair::Answer a = repair::answer(
       repair::ActiveView{p->state(), p->attempt, opt().max_attempts, pairs_.open() > 0, e != nullptr && e->qp},

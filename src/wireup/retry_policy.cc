@@ -16,6 +16,9 @@ bool retryable(const cm::Failure& f) {
       return true;
     case FailKind::rejected: {
       if (f.status == prov::reject_reason::no_listener) return true;  // peer not listening yet
+      // The peer's CM still remembers an old connection of our QPN or port (it restarted, or
+      // our previous attempt is in its TIMEWAIT): a new attempt with a fresh QP goes through.
+      if (f.status == prov::reject_reason::stale_conn) return true;
       if (f.status != prov::reject_reason::consumer) return false;    // 35 (ECE) and others
       auto h = decode(f.private_data);
       if (!h || h->kind != WireKind::reject) return true;  // not our reject: a transient refusal

@@ -20,8 +20,8 @@ struct RetryPolicy {
   double jitter = 0;  // the delay is scaled by 1 + jitter * u, u drawn from [-1, 1]
 };
 
-// A failure the peer or the fabric may not repeat: REJ 8 (nothing listening yet),
-// UNREACHABLE, ADDR/ROUTE/CONNECT_ERROR, a REJ that is not ours, and our own transient
+// A failure the peer or the fabric may not repeat: REJ 8 (nothing listening yet), REJ 10
+// (stale connection: the peer restarted or still has our last attempt in TIMEWAIT), UNREACHABLE, ADDR/ROUTE/CONNECT_ERROR, a REJ that is not ours, and our own transient
 // reasons (local_failure, stale_attempt). ECE (35), other IB reasons and every other
 // RejectCode are final.
 bool retryable(const cm::Failure& f);
