@@ -4,6 +4,7 @@
 
 #include "capi/handles.h"
 #include "wireup/private_data.h"
+#include "wireup/stats.h"
 
 using namespace wireup;
 using capi::fail;
@@ -20,9 +21,10 @@ wireup_status_t bad_index(const wireup_t* w, const char* fn, size_t i, size_t n)
               "index " + std::to_string(i) + " out of range (count is " + std::to_string(n) + ")");
 }
 
-uint64_t span_ns(Nanos from, Nanos to) {
-  const bool set = from != cm::kUnset && to != cm::kUnset;
-  return set && to >= from ? static_cast<uint64_t>((to - from).count()) : 0;
+// A phase's span in ns, 0 where it was not reached.
+uint64_t ns(const std::array<Nanos, kPhases>& d, Phase p) {
+  const Nanos v = d[static_cast<size_t>(p)];
+  return v == cm::kUnset ? 0 : static_cast<uint64_t>(v.count());
 }
 
 wireup_event_type_t event_type(prov::CmEventType t) {
@@ -36,10 +38,8 @@ wireup_event_type_t event_type(prov::CmEventType t) {
 }
 
 // The peer's own reason, when its REJ carried our private data.
-std::string peer_reason(const cm::Failure& f) {
-  if (f.kind != cm::FailKind::rejected) return {};
-  auto h = decode(f.private_data);
-  return h && h->kind == WireKind::reject ? to_string(h->reason) : std::string();
+std::string peer_reason(const PeerError& e) {
+  return e.peer_reason != RejectCode::none ? to_string(e.peer_reason) : std::string();
 }
 
 }  // namespace
@@ -59,7 +59,6 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     const auto& all = w->engine->results();
     if (i >= all.size()) return bad_index(w, fn, i, all.size());
     const ConnResult& r = all[i];
-    const cm::Timings& t = r.timings;
     wireup_result_t x;
     std::memset(&x, 0, sizeof x);
     x.peer = r.peer;
@@ -76,20 +75,15 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     x.ece_accepted = r.ece.accepted;
     x.ece_outcome = ece::to_string(r.ece.outcome);
     x.device = w->device_names.insert(std::string(r.device)).first->c_str();
-    // The same phase boundaries as Stats::record, so these add up to what the stats show.
-    if (x.active) {
-      x.resolve_addr_ns = span_ns(t.start, t.addr_resolved);
-      x.resolve_route_ns = span_ns(t.addr_resolved, t.route_resolved);
-      x.qp_create_ns = span_ns(t.route_resolved, t.qp_created);
-      x.req_to_rep_ns = span_ns(t.request, t.response);
-      x.rtr_rts_ns = span_ns(t.response, t.rts);
-      x.attempt_ns = span_ns(t.start, t.established);
-    } else {
-      x.qp_create_ns = span_ns(t.request, t.qp_created);
-      x.rtr_rts_ns = span_ns(t.qp_created, t.rts);
-      x.attempt_ns = span_ns(t.request, t.established);
-    }
-    x.establish_ns = span_ns(t.rts, t.established);
+    // The same phase boundaries as the stats (one function cuts both), so they add up.
+    const auto d = phase_spans(r.timings, r.role, cm::kUnset);
+    x.resolve_addr_ns = ns(d, Phase::resolve_addr);
+    x.resolve_route_ns = ns(d, Phase::resolve_route);
+    x.qp_create_ns = ns(d, Phase::qp_create);
+    x.req_to_rep_ns = ns(d, Phase::req_to_rep);
+    x.rtr_rts_ns = ns(d, Phase::rtr_rts);
+    x.establish_ns = ns(d, Phase::establish);
+    x.attempt_ns = ns(d, Phase::attempt);
     *out = x;
     return WIREUP_OK;
   });
@@ -111,7 +105,7 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
     while (w->error_messages.size() < all.size()) {
       const PeerError& e = all[w->error_messages.size()];
       w->error_messages.push_back(e.describe());
-      w->error_peer_reasons.push_back(peer_reason(e.failure));
+      w->error_peer_reasons.push_back(peer_reason(e));
     }
     const PeerError& e = all[i];
     wireup_peer_error_t x;

@@ -61,7 +61,7 @@ TEST(Engine, StrangerWithWrongJobKeyIsRejected) {
   // The stranger learns why (its key was wrong) and gives up on that pair.
   bool told = false;
   for (const PeerError& pe : e2.errors())
-    if (pe.describe().find("wrong_job_key") != std::string::npos) told = true;
+    if (pe.peer_reason == RejectCode::wrong_job_key) told = true;
   EXPECT_TRUE(told);
 }
 
