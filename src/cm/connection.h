@@ -74,10 +74,11 @@ struct Timings {
 
 // What every connection of one owner shares (the engine's options): built once by the owner
 // and referenced, never copied per connection. Must outlive the connections using it.
+// No defaults of its own: the owner fills every field (the engine from its options).
 struct Profile {
   std::optional<prov::SockAddr> local;  // active: source address to resolve from
-  int resolve_addr_timeout_ms = 2000;
-  int resolve_route_timeout_ms = 2000;
+  int resolve_addr_timeout_ms = 0;
+  int resolve_route_timeout_ms = 0;
   std::optional<uint8_t> tos;
   std::optional<uint8_t> ack_timeout;
   ece::Policy ece;

@@ -35,6 +35,10 @@ cm::Profile make_profile(const EngineOptions& o) {
 Status check_options(const EngineOptions& o, const qp::QpFactory& factory) {
   if (o.nranks == 0) return bad_option("nranks is 0");
   if (o.rank >= o.nranks) return bad_option("rank " + std::to_string(o.rank) + " >= nranks " + std::to_string(o.nranks));
+  if (o.backlog <= 0) return bad_option("backlog " + std::to_string(o.backlog) + " is not positive");
+  if (o.wireup_timeout <= Nanos{0}) return bad_option("wireup_timeout is not positive");
+  if (o.resolve_addr_timeout_ms <= 0 || o.resolve_route_timeout_ms <= 0)
+    return bad_option("resolve_addr/route timeouts must be positive");
   if (o.lanes == 0 || o.lanes > 65535) return bad_option("lanes " + std::to_string(o.lanes) + " outside [1, 65535]");
   if (o.job_key == 0) return bad_option("job_key is 0: every rank of a job must share one non-zero key");
   if (o.connect_window == 0) return bad_option("connect_window is 0");
@@ -94,6 +98,7 @@ Status Engine::listen() {
                             prov::Route(static_cast<prov::CmEventSink*>(this), kListenerTag));
   if (!id) return id.error();
   s.listener = std::move(id).value();
+  if (opt().reuseaddr) WIREUP_TRY(s.listener->set_reuseaddr(true));
   WIREUP_TRY(s.listener->bind_addr(opt().listen_addr));
   return s.listener->listen(opt().backlog);
 }

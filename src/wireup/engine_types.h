@@ -16,26 +16,31 @@
 
 namespace wireup {
 
+// Every tunable's default lives in the configuration table (src/config/params.cc) and
+// nowhere else: start from engine_defaults() (wireup/options.h), or from engine_options() of
+// a loaded configuration. A default-constructed EngineOptions has zeros, which create()
+// refuses, naming the field.
 struct EngineOptions {
   uint32_t rank = 0;
   uint32_t nranks = 0;               // the job size: roles depend on it
-  uint32_t lanes = 1;                // connections per peer
+  uint32_t lanes = 0;                // connections per peer
   uint64_t job_key = 0;              // shared secret; 0 is refused (a job must pick one)
   prov::SockAddr listen_addr;        // where to listen (port 0: any free port)
-  int backlog = 1024;                // rdma_listen backlog (the kernel caps it at its sysctl)
-  uint32_t connect_window = 64;      // active connects in flight
-  uint32_t qp_window = 32;           // QPs created, not yet established, per role (admission.h)
-  uint32_t max_attempts = 5;         // per (peer, lane), first one included
-  Nanos backoff_initial = std::chrono::milliseconds(50);
-  Nanos backoff_max = std::chrono::seconds(5);
-  double backoff_jitter = 0.25;      // +-25% so that retries of many ranks do not align
-  Nanos wireup_timeout = std::chrono::seconds(300);
+  int backlog = 0;                   // rdma_listen backlog (the kernel caps it at its sysctl)
+  bool reuseaddr = false;            // RDMA_OPTION_ID_REUSEADDR on the listener (a fixed port)
+  uint32_t connect_window = 0;       // active connects in flight
+  uint32_t qp_window = 0;            // QPs created, not yet established, per role (admission.h)
+  uint32_t max_attempts = 0;         // per (peer, lane), first one included
+  Nanos backoff_initial{0};
+  Nanos backoff_max{0};
+  double backoff_jitter = 0;         // the delay's random share, so that retries of many ranks do not align
+  Nanos wireup_timeout{0};
   // How long the listener stays open after wireup ends (done()) if this rank initiated a
   // connection, so that a passive peer whose REP retries ran out can still ask about it
   // (repair.h). close() ends the linger. 0: close the listener at done().
-  Nanos rtu_linger = std::chrono::seconds(150);
-  int resolve_addr_timeout_ms = 2000;
-  int resolve_route_timeout_ms = 2000;
+  Nanos rtu_linger{0};
+  int resolve_addr_timeout_ms = 0;
+  int resolve_route_timeout_ms = 0;
   std::optional<uint8_t> tos;
   std::optional<uint8_t> ack_timeout;
   ece::Policy ece;

@@ -75,7 +75,7 @@ TEST(EngineAttempts, NewerSupersedesHalfOpenAndStaleIsRefused) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 2);
   qp::DefaultQpFactory target_qps(prov::QpCaps{8, 8, 1, 1, 0}, 64);
   qp::DefaultQpFactory manual_qps(prov::QpCaps{8, 8, 1, 1, 0}, 64);
-  EngineOptions o;
+  EngineOptions o = engine_defaults();
   o.rank = 1;
   o.nranks = 2;
   o.job_key = 0x5eed5eed12345678ULL;

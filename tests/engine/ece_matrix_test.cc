@@ -30,7 +30,7 @@ class EceMatrix : public ::testing::Test {
     fab_->add_node(prov::sim::SimNodeSpec{{p.dev}});
     std::vector<Peer> table;
     for (uint32_t i = 0; i < 2; ++i) {
-      EngineOptions o;
+      EngineOptions o = engine_defaults();
       o.rank = i;
       o.nranks = 2;
       o.job_key = 9;

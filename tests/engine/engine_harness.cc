@@ -23,7 +23,7 @@ Result<Job> make_job(EngineFabric& f, uint32_t n, uint32_t lanes, const OptionsH
   Job job;
   std::vector<Peer> table;
   for (uint32_t i = 0; i < n; ++i) {
-    EngineOptions o;
+    EngineOptions o = engine_defaults();
     o.rank = i;
     o.nranks = n;
     o.lanes = lanes;

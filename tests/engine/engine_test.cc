@@ -68,7 +68,7 @@ TEST(Engine, StrangerWithWrongJobKeyIsRejected) {
 TEST(Engine, BadPeerTableIsRefusedWithEveryProblemNamed) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 1);
   qp::DefaultQpFactory factory(prov::QpCaps{}, 64);
-  EngineOptions o;
+  EngineOptions o = engine_defaults();
   o.rank = 0;
   o.nranks = 4;
   o.job_key = 1;
@@ -91,7 +91,7 @@ TEST(Engine, BadPeerTableIsRefusedWithEveryProblemNamed) {
 TEST(Engine, BadOptionsAreNamed) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 1);
   qp::DefaultQpFactory factory(prov::QpCaps{}, 64);
-  EngineOptions o;
+  EngineOptions o = engine_defaults();
   o.rank = 5;
   o.nranks = 4;
   o.job_key = 1;

@@ -70,7 +70,7 @@ TEST(EngineSim, OneRankTo4096Peers) {
   Job job;
   std::vector<Peer> table;
   for (uint32_t i = 0; i < 4097; ++i) {
-    EngineOptions o;
+    EngineOptions o = engine_defaults();
     o.rank = i;
     o.nranks = 4097;
     o.job_key = 77;

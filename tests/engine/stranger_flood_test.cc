@@ -200,7 +200,7 @@ TEST(EngineStrangers, FloodOfTenThousandLeavesResourcesAndWireupAlone) {
   Job job;
   std::vector<Peer> table;
   for (uint32_t i = 0; i < kRanks; ++i) {
-    EngineOptions o;
+    EngineOptions o = engine_defaults();
     o.rank = i;
     o.nranks = kRanks;
     o.job_key = kKey;

@@ -11,6 +11,7 @@
 #include "provider/sim/fabric.h"
 #include "qp/factory.h"
 #include "wireup/engine.h"
+#include "wireup/options.h"
 
 namespace wireup::soak {
 namespace {
@@ -118,7 +119,7 @@ Status Runner::build() {
   std::vector<Peer> table;
   m_.resize(c_.ranks);
   for (uint32_t i = 0; i < c_.ranks; ++i) {
-    EngineOptions o;
+    EngineOptions o = engine_defaults();
     o.rank = i;
     o.nranks = c_.ranks;
     o.lanes = c_.lanes;
