@@ -6,8 +6,16 @@
 namespace wireup {
 
 Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, const std::vector<Engine*>& engines, Nanos bound) {
+  std::vector<Engine*> table = engines;
+  SimDriveOptions o;
+  o.bound = bound;
+  return sim_drive(fab, table, o);
+}
+
+Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, std::vector<Engine*>& engines, const SimDriveOptions& o) {
   const auto wall0 = std::chrono::steady_clock::now();
-  const Nanos until = fab.now() + bound;
+  const Nanos until = fab.now() + o.bound;
+  bool intervention_due = static_cast<bool>(o.intervene);
   const size_t n = engines.size();
   std::unordered_map<prov::EventChannel*, uint32_t> owner;
   auto refresh_owner = [&] {
@@ -37,15 +45,28 @@ Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, const std::vector<En
       dirty.push_back(r);
     }
   };
+  auto finished = [&](const Engine& e) { return e.done() && !(o.until_setup_closed && e.setup_channel_open()); };
   SimDriveReport rep;
   while (remaining > 0) {
+    if (intervention_due && fab.now() >= o.at) {
+      intervention_due = false;
+      o.intervene(engines);
+      for (uint32_t r = 0; r < n; ++r)
+        if (!engines[r] && !done[r]) {
+          done[r] = 1;  // no longer driven
+          --remaining;
+        }
+      refresh_owner();
+      if (remaining == 0) break;
+    }
     for (uint32_t r : dirty) {
       queued[r] = 0;
+      if (!engines[r]) continue;
       Engine& e = *engines[r];
       auto w = e.progress();
       if (!w) return Error(w.error()).with_peer("rank " + std::to_string(r));
       ++rep.progress_calls;
-      if (!done[r] && e.done()) {
+      if (!done[r] && finished(e)) {
         done[r] = 1;
         --remaining;
       }
@@ -72,7 +93,8 @@ Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, const std::vector<En
       mark(r);
     }
     if (!dirty.empty()) continue;
-    const Nanos next_timer = timers.empty() ? Nanos::max() : timers.top().first;
+    Nanos next_timer = timers.empty() ? Nanos::max() : timers.top().first;
+    if (intervention_due) next_timer = std::min(next_timer, o.at);
     const Nanos next_event = fab.next_time();
     if (next_timer == Nanos::max() && next_event == Nanos::max())
       return Error::make(ErrorCode::invalid_state, "sim_drive",
@@ -85,6 +107,7 @@ Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, const std::vector<En
       ++rep.fabric_steps;
     } else {
       fab.run_until(next_timer);
+      ++rep.clock_advances;
     }
   }
   rep.virtual_end = fab.now();
