@@ -150,7 +150,7 @@ class Connection final : public prov::CmEventSink {
   // (ib_send_cm_req / cm_validate_req_param); QPN 0 is never an RC QP, so it cannot be
   // mistaken for a real connection's QP. A CONNECT_RESPONSE to it is a protocol error.
   Status notify();
-  bool qpless() const { return qpless_; }
+  bool qpless() const { return ans_.qpless; }
   // Passive, in requested: QP, INIT, ECE answer (reject_ece if refused), RTR, RTS, accept.
   Status accept(const qp::QpFactory& factory);
   // Feeds one CM event of this connection's id. Errors end up in failure(), not here.
@@ -163,16 +163,16 @@ class Connection final : public prov::CmEventSink {
   Status migrate(prov::EventChannel& to, prov::Route route);
   Status disconnect();
 
-  Role role() const { return role_; }
+  Role role() const { return given_.role; }
   State state() const { return state_; }
   bool done() const { return state_ == State::established || state_ == State::failed || state_ == State::disconnected; }
-  uint32_t peer() const { return peer_; }
-  uint64_t tag() const { return tag_; }
-  uint32_t lane() const { return lane_; }
+  uint32_t peer() const { return given_.peer; }
+  uint64_t tag() const { return given_.tag; }
+  uint32_t lane() const { return given_.lane; }
   const Failure& failure() const;
   const Timings& timings() const { return t_; }
-  const ece::Report& ece() const { return ece_; }
-  uint32_t remote_qpn() const { return remote_qpn_; }
+  const ece::Report& ece() const { return ans_.ece; }
+  uint32_t remote_qpn() const { return ans_.remote_qpn; }
   prov::Qp* qp() const { return qp_.get(); }
   prov::CmId* id() const { return id_.get(); }
   // Hands the QP to the transport (the connection keeps the CM id).
@@ -195,21 +195,29 @@ class Connection final : public prov::CmEventSink {
   prov::Provider& provider_;
   const Profile& profile_;
   ConnectionObserver* observer_;
-  uint64_t tag_;
-  uint32_t peer_;
-  uint32_t lane_;
-  Role role_;
+  // What the owner said this connection is, fixed at creation.
+  struct Given {
+    uint64_t tag;
+    uint32_t peer;
+    uint32_t lane;
+    Role role;
+    PrivateData private_data;
+    PrivateData reject_data;
+  };
+  Given given_;
   State state_;
-  PrivateData private_data_;
-  PrivateData reject_data_;
   // Declared before qp_ so the id goes after the QP: a transport that never took the QP
   // gets it destroyed while the id still names the connection in logs.
   std::unique_ptr<prov::CmId> id_;
   std::unique_ptr<prov::Qp> qp_;
-  std::optional<prov::Ece> offered_;
-  ece::Report ece_;
-  uint32_t remote_qpn_ = 0;
-  bool qpless_ = false;
+  // What the peer and the negotiation answered.
+  struct Answered {
+    std::optional<prov::Ece> offered;  // active: what our REQ carried
+    ece::Report ece;
+    uint32_t remote_qpn = 0;
+    bool qpless = false;  // a notice: connected without a QP (notify())
+  };
+  Answered ans_;
   // Only a failed connection has one: kept out of line so that the common case stays small.
   std::unique_ptr<Failure> failure_;
   Timings t_;
