@@ -13,6 +13,20 @@
 # the same order on the sources themselves (ctest: layers.check).
 #
 # libwireup.a is not made of these libraries but of their objects (src/CMakeLists.txt).
+
+# wireup_expose_headers(<root> <src dir> <folder>): <root>/<folder>/<h>.h -> <src dir>/<folder>/<h>.h
+# for the headers directly in that folder. Rebuilt at every configure (the caller empties
+# <root>) so that a removed header does not linger; CONFIGURE_DEPENDS re-runs the configure
+# step when a header is added or removed.
+function(wireup_expose_headers root srcdir folder)
+  file(REMOVE_RECURSE ${root}/${folder})
+  file(MAKE_DIRECTORY ${root}/${folder})
+  file(GLOB headers CONFIGURE_DEPENDS RELATIVE ${srcdir}/${folder} ${srcdir}/${folder}/*.h)
+  foreach(h IN LISTS headers)
+    file(CREATE_LINK ${srcdir}/${folder}/${h} ${root}/${folder}/${h} SYMBOLIC)
+  endforeach()
+endfunction()
+
 function(wireup_layer name)
   cmake_parse_arguments(L "" "" "SOURCES;PUBLIC;PRIVATE" ${ARGN})
   if(L_UNPARSED_ARGUMENTS)
@@ -21,14 +35,8 @@ function(wireup_layer name)
   file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
   set(root ${CMAKE_BINARY_DIR}/layers/${name})
 
-  # Rebuilt at every configure so that a removed header does not linger; CONFIGURE_DEPENDS
-  # re-runs the configure step when a header is added or removed.
   file(REMOVE_RECURSE ${root})
-  file(MAKE_DIRECTORY ${root}/${folder})
-  file(GLOB headers CONFIGURE_DEPENDS RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/*.h)
-  foreach(h IN LISTS headers)
-    file(CREATE_LINK ${CMAKE_CURRENT_SOURCE_DIR}/${h} ${root}/${folder}/${h} SYMBOLIC)
-  endforeach()
+  wireup_expose_headers(${root} ${PROJECT_SOURCE_DIR}/src ${folder})
 
   add_library(${name} STATIC ${L_SOURCES})
   target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${root}>)

@@ -33,19 +33,30 @@ target_include_directories(wireup INTERFACE
 target_link_libraries(wireup PRIVATE PkgConfig::IBVERBS PkgConfig::RDMACM PkgConfig::HWLOC
   PkgConfig::TOMLPP Threads::Threads)
 
-install(TARGETS wireup EXPORT wireupTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/wireup DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# An instrumented archive (WIREUP_SANITIZE) needs the sanitizer runtimes in whatever links it.
+set(WIREUP_PC_SANITIZE "")
+if(WIREUP_SANITIZE)
+  target_link_options(wireup INTERFACE -fsanitize=address,undefined)
+  set(WIREUP_PC_SANITIZE " -fsanitize=address,undefined")
+endif()
+
+# Component Development: what a transport needs to build against wireup (the tools are
+# component Runtime). `cmake --install` installs both; tests/install takes Development alone.
+install(TARGETS wireup EXPORT wireupTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/wireup DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  COMPONENT Development)
 
 set(WIREUP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/wireup)
-install(EXPORT wireupTargets NAMESPACE wireup:: DESTINATION ${WIREUP_CMAKE_DIR})
+install(EXPORT wireupTargets NAMESPACE wireup:: DESTINATION ${WIREUP_CMAKE_DIR} COMPONENT Development)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/wireupConfig.cmake.in
   ${PROJECT_BINARY_DIR}/wireupConfig.cmake INSTALL_DESTINATION ${WIREUP_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/wireupConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/wireupConfig.cmake ${PROJECT_BINARY_DIR}/wireupConfigVersion.cmake
-  DESTINATION ${WIREUP_CMAKE_DIR})
+  DESTINATION ${WIREUP_CMAKE_DIR} COMPONENT Development)
 
 # pkg-config: `pkg-config --static --libs wireup` for C consumers of the static archive.
 string(REGEX REPLACE "[^/]+" ".." WIREUP_PC_UP "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/wireup.pc.in ${PROJECT_BINARY_DIR}/wireup.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/wireup.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/wireup.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+  COMPONENT Development)
