@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# check-layers.sh [ROOT] -- fails when a file of src/ or include/ includes a header of a layer
-# it does not use: a higher layer, a sibling (provider/rdma <-> provider/sim, qp <-> ece), or
-# a folder missing from the table. Prints one line per offending include, as file:line, and
-# exits 1; exits 0 when every include is allowed. ROOT defaults to this checkout.
+# check-layers.sh [--links FILE] [ROOT] -- the layering of src/ and include/, checked on the
+# sources. One line per violation, as file:line, then exit 1; exit 0 when there is none.
+# ROOT defaults to this checkout.
 #
-# The table is the layering of README "Layout" and src/CMakeLists.txt: each layer and the
-# layers it uses directly (the CMake links of its target). A layer may include its own headers
-# and those of every layer it reaches through the table (what its target sees through PUBLIC
-# links). "api" is include/wireup, the public headers, which include nothing of src/.
+#   - A file includes only headers of its own layer and of the layers its layer uses (the
+#     table below). Anything else is an upward include (a layer that uses this one), an
+#     include of a layer reached only through another (to be linked directly), or a sideways
+#     one (provider/rdma <-> provider/sim, qp <-> ece, engine -> provider/sim, ...).
+#   - Every layer a layer uses is included by at least one of its files (no dead link).
+#   - A folder of src/ outside the table is an error, and so is a "quoted" include that names
+#     no header of src/ or include/.
+#   - --links FILE (written by src/CMakeLists.txt: build/layers/links.txt, one line per layer
+#     target: "<folder> <folder it links>...") must say what the table says, so the table is
+#     the CMake link graph and not a copy that can drift from it.
 set -euo pipefail
 
+LINKS=
+if [[ ${1:-} == --links ]]; then
+  LINKS=$2
+  shift 2
+fi
 ROOT=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 [[ -d $ROOT/src ]] || { echo "check-layers: no src/ under $ROOT" >&2; exit 2; }
 
-# layer           uses (directly)
+# The layers, bottom up, and what each uses directly. "api" is include/wireup, the public
+# headers: they include nothing of src/.
+# layer           uses
 LAYER_TABLE='
 common
 provider         common
@@ -25,9 +37,9 @@ config           common
 topo             common
 cm               qp ece provider common
 wireup           cm qp ece config provider common
+api
 capi             wireup provider/rdma config topo common api
 testsupport      wireup provider/sim common
-api
 '
 
 declare -A USES=()
@@ -35,13 +47,14 @@ LAYERS=()
 while read -r layer deps; do
   [[ -n $layer ]] || continue
   LAYERS+=("$layer")
-  USES[$layer]=$deps
+  USES[$layer]=" $deps "
 done <<<"$LAYER_TABLE"
 
-# The layers a layer may include: itself and the closure of its uses.
+# REACH[l]: l and every layer below it through the table.
 declare -A REACH=()
-reach() {
-  local layer=$1 seen=" $1 " todo=(${USES[$1]}) l
+for layer in "${LAYERS[@]}"; do
+  seen=" $layer "
+  todo=(${USES[$layer]})
   while ((${#todo[@]})); do
     l=${todo[0]}
     todo=("${todo[@]:1}")
@@ -50,11 +63,9 @@ reach() {
     todo+=(${USES[$l]})
   done
   REACH[$layer]=$seen
-}
-for l in "${LAYERS[@]}"; do reach "$l"; done
+done
 
-# The layer a path under src/ belongs to: its folder, or the nearest enclosing folder that is a
-# layer. Prints nothing for a folder outside the table.
+# The layer of a folder under src/: itself or the nearest enclosing folder in the table.
 layer_of_dir() {
   local d=$1
   while [[ -n $d && $d != . ]]; do
@@ -69,6 +80,8 @@ report() {
   status=1
 }
 
+declare -A INCLUDED=()   # "from to" -> 1 once some file of layer from includes layer to
+declare -A FIRST_FILE=() # a file of each layer, to name the layer in a report
 INCLUDE_RE='^[[:space:]]*#[[:space:]]*include[[:space:]]*(["<])([^">]+)[">]'
 checked=0
 while IFS= read -r -d '' file; do
@@ -82,15 +95,18 @@ while IFS= read -r -d '' file; do
       continue
     fi
   fi
+  : "${FIRST_FILE[$from]:=$rel}"
   checked=$((checked + 1))
-  # #include "x" and #include <x>, with the line number.
   while IFS=: read -r line text; do
     [[ $text =~ $INCLUDE_RE ]] || continue
     kind=${BASH_REMATCH[1]}
     inc=${BASH_REMATCH[2]}
     if [[ -f $ROOT/src/$inc ]]; then
       to=$(layer_of_dir "$(dirname "$inc")")
-      [[ -n $to ]] || to="src/$(dirname "$inc") (not in the table)"
+      if [[ -z $to ]]; then
+        report "$rel:$line: error: \"$inc\" is in src/$(dirname "$inc"), which is not in the layer table"
+        continue
+      fi
     elif [[ -f $ROOT/include/$inc ]]; then
       to=api
     elif [[ $kind == '"' ]]; then
@@ -99,13 +115,51 @@ while IFS= read -r -d '' file; do
     else
       continue  # <system header>
     fi
-    if [[ ${REACH[$from]} != *" $to "* ]]; then
-      report "$rel:$line: error: layer $from includes \"$inc\" of layer $to; $from may include only:${REACH[$from]}"
+    INCLUDED["$from $to"]=1
+    [[ $to == "$from" || ${USES[$from]} == *" $to "* ]] && continue
+    if [[ ${REACH[$to]} == *" $from "* ]]; then
+      why="upward include: layer $from is below $to"
+    elif [[ ${REACH[$from]} == *" $to "* ]]; then
+      why="layer $from reaches $to only through another layer; add it to what $from uses"
+    else
+      why="sideways include: layer $from does not use $to"
     fi
+    uses=${USES[$from]// /}
+    report "$rel:$line: error: \"$inc\" (layer $to): $why (uses:${uses:+${USES[$from]% }}${uses:- nothing})"
   done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include' "$file" || true)
 done < <(find "$ROOT/src" "$ROOT/include" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cc' -o -name '*.c' \) -print0 | sort -z)
 
+# No dead entry in the table: each layer it says a layer uses is included by one of its files.
+for layer in "${LAYERS[@]}"; do
+  [[ -n ${FIRST_FILE[$layer]:-} ]] || continue  # layer absent from this tree
+  for dep in ${USES[$layer]}; do
+    [[ -n ${INCLUDED["$layer $dep"]:-} ]] ||
+      report "${FIRST_FILE[$layer]}:1: error: layer $layer uses $dep in the table, but none of its files includes a header of $dep"
+  done
+done
+
+# The CMake link graph says the same as the table.
+if [[ -n $LINKS ]]; then
+  [[ -f $LINKS ]] || { echo "check-layers: no links file $LINKS" >&2; exit 2; }
+  declare -A LINKED=()
+  while read -r layer deps; do
+    [[ -n $layer ]] || continue
+    LINKED[$layer]=$(tr ' ' '\n' <<<"$deps" | sed '/^$/d' | sort | tr '\n' ' ')
+  done <"$LINKS"
+  for layer in "${LAYERS[@]}"; do
+    want=$(tr ' ' '\n' <<<"${USES[$layer]}" | sed '/^$/d' | sort | tr '\n' ' ')
+    if [[ -z ${LINKED[$layer]+set} ]]; then
+      report "$LINKS:1: error: layer $layer of the table has no target in the build"
+    elif [[ ${LINKED[$layer]} != "$want" ]]; then
+      report "$LINKS:1: error: layer $layer links [${LINKED[$layer]% }] in CMake, the table says [${want% }]"
+    fi
+  done
+  for layer in "${!LINKED[@]}"; do
+    [[ -n ${USES[$layer]+set} ]] || report "$LINKS:1: error: target of folder $layer is not in the layer table"
+  done
+fi
+
 if ((status == 0)); then
-  echo "check-layers: $checked files, every include within its layer's reach"
+  echo "check-layers: $checked files, ${#LAYERS[@]} layers${LINKS:+, CMake links as the table}: every include within its layer's uses"
 fi
 exit $status
