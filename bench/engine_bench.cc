@@ -28,7 +28,7 @@
 #include "wireup/options.h"
 #include "wireup/plan.h"
 #include "wireup/private_data.h"
-#include "wireup/sim_drive.h"
+#include "testsupport/sim_drive.h"
 
 
 namespace wireup {

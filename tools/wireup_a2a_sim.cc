@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "provider/sim/fabric.h"
-#include "wireup/sim_drive.h"
+#include "testsupport/sim_drive.h"
 #include "wireup_a2a.h"
 
 namespace wireup::a2a {

@@ -3,7 +3,7 @@
 // (The rdma provider's side of it — EOPNOTSUPP on rxe, values carried by the CM, reject_ece —
 // is in tests/conformance and the engine's VM tests.)
 #include "tests/engine/sim_engine_fabric.h"
-#include "wireup/sim_drive.h"
+#include "testsupport/sim_drive.h"
 
 namespace wireup::etest {
 namespace {

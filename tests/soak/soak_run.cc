@@ -11,7 +11,7 @@
 #include "provider/sim/fabric.h"
 #include "qp/factory.h"
 #include "wireup/engine.h"
-#include "wireup/sim_drive.h"
+#include "testsupport/sim_drive.h"
 #include "wireup/options.h"
 
 namespace wireup::soak {
@@ -147,7 +147,7 @@ Status Runner::build() {
   return Status::ok();
 }
 
-// The engines' shared sim drive loop (wireup/sim_drive.h), with the victim stopped (or
+// The engines' shared sim drive loop (testsupport/sim_drive.h), with the victim stopped (or
 // killed) at its death time; every live engine is driven until its RTU linger is over.
 Status Runner::drive() {
   std::vector<Engine*> engines;

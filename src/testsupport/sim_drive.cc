@@ -1,4 +1,4 @@
-#include "wireup/sim_drive.h"
+#include "testsupport/sim_drive.h"
 
 #include <queue>
 #include <unordered_map>
