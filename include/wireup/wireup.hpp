@@ -174,6 +174,7 @@ class Wireup {
   }
   bool done() const { return wireup_done(w_) == 1; }
 
+  size_t result_count() const { return wireup_result_count(w_); }
   std::vector<wireup_result_t> results() const {
     std::vector<wireup_result_t> v(wireup_result_count(w_));
     for (size_t i = 0; i < v.size(); ++i) detail::check(wireup_result_get(w_, i, &v[i]), w_);
