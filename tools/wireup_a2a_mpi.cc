@@ -56,9 +56,11 @@ Problem attempt(F&& step) {
   }
 }
 
+// --job-key, else 0 when the configuration has one (every rank's wireup_create takes its own),
+// else a random one from rank 0.
 uint64_t pick_job_key(const Options& o, wireup::Context& ctx) {
   if (o.job_key != 0) return o.job_key;
-  if (const uint64_t k = std::stoull(ctx.config_value("engine.job_key")); k != 0) return k;
+  if (ctx.config_value("engine.job_key") != "\"0x0\"") return 0;
   std::random_device rd;
   uint64_t k = 0;
   while (k == 0) k = (uint64_t(rd()) << 32) ^ rd();
@@ -291,10 +293,11 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   std::unique_ptr<RdmaRank> rr;
   if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { rr = std::make_unique<RdmaRank>(o); }))) return MPI_Finalize(), 1;
   uint64_t key = 0;
-  Problem st = wr == 0 ? attempt([&] { key = pick_job_key(o, rr->context()); }) : Problem{};
+  if (!all_ok(MPI_COMM_WORLD, wr, wr == 0 ? attempt([&] { key = pick_job_key(o, rr->context()); }) : Problem{}))
+    return MPI_Finalize(), 1;
   MPI_Bcast(&key, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  if (st.empty()) st = attempt([&] { rr->open(uint32_t(wr), uint32_t(wn), key); });
-  if (!all_ok(MPI_COMM_WORLD, wr, st)) return MPI_Finalize(), 1;
+  if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { rr->open(uint32_t(wr), uint32_t(wn), key); })))
+    return MPI_Finalize(), 1;
   wireup::Wireup& wu = rr->wireup();
   if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { wu.set_peers(exchange_addresses(wu, wn)); })))
     return MPI_Finalize(), 1;

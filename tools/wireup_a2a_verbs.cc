@@ -2,6 +2,7 @@
 // SEND check path, and its report, all through the public API.
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -12,9 +13,13 @@ namespace wireup::a2a {
 namespace {
 
 uint32_t config_u32(wireup::Context& c, const char* key) {
-  const std::string v = c.config_value(key);
+  std::string v = c.config_value(key);
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);  // "0x10"
   try {
-    return static_cast<uint32_t>(std::stoul(v));
+    size_t used = 0;
+    const unsigned long n = std::stoul(v, &used, 0);
+    if (used != v.size() || n > UINT32_MAX) throw std::out_of_range(key);
+    return static_cast<uint32_t>(n);
   } catch (const std::exception&) {
     throw std::runtime_error(std::string("config ") + key + " = \"" + v + "\" is not a number");
   }

@@ -138,7 +138,9 @@ const char* wireup_context_listen_address(const wireup_context_t* ctx);
 const char* wireup_context_listen_source(const wireup_context_t* ctx);
 
 /* The effective value of one configuration key ("engine.lanes" -> "4", "device.include" ->
- * "[\"mlx5_0\"]"), as wireup_context_config_dump() writes it. Valid until the context goes.
+ * "[\"mlx5_0\"]"), as wireup_context_config_dump() writes it (TOML: strings and 64-bit
+ * values quoted, "\"0x10\""); a secret shows only whether it is set: "\"0x0\"" or
+ * "\"<set, hidden>\"" (engine.job_key). Valid until the context goes.
  * NULL if ctx or key is NULL or the key is unknown (wireup_context_last_error(ctx) says which). */
 const char* wireup_context_config_value(const wireup_context_t* ctx, const char* key);
 

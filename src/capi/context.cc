@@ -135,7 +135,9 @@ const char* wireup_context_config_value(const wireup_context_t* ctx, const char*
            nullptr;
   // The value never changes after create: render each key once, so earlier pointers stay valid.
   auto [it, fresh] = ctx->config_values.try_emplace(key);
-  if (fresh) it->second = e->param->render(e->value);
+  // As the dump shows it: a secret (the job key) says only whether it is set.
+  if (fresh && e->param->secret) it->second = std::get<uint64_t>(e->value) == 0 ? "\"0x0\"" : "\"<set, hidden>\"";
+  else if (fresh) it->second = e->param->render(e->value);
   return it->second.c_str();
 }
 

@@ -172,10 +172,13 @@ Result<ListenChoice> listen_address(const PortNetdevs& p, const AddrLookup& addr
   auto pick = [&](auto&& ok, const char* kind) -> std::optional<ListenChoice> {
     for (size_t i = 0; i < all.size(); ++i)
       for (const IfAddr& a : all[i])
-        if (ok(a))
-          return ListenChoice{a.text, p.netdevs[i].netdev,
-                              where + " -> " + p.netdevs[i].netdev + " (" + p.netdevs[i].why + ") -> " + a.text +
-                                  " (" + kind + ")"};
+        if (ok(a)) {
+          std::string why = where + " -> " + p.netdevs[i].netdev + " (" + p.netdevs[i].why + ") -> " + a.text + " (" +
+                            kind + ")";
+          for (size_t k = 0; k < i; ++k) why += (k ? ", " : "; passed over: ") + p.netdevs[k].netdev;
+          if (i > 0) why += std::string(" (no ") + (a.family == AF_INET ? "IPv4" : "usable address") + ")";
+          return ListenChoice{a.text, p.netdevs[i].netdev, std::move(why)};
+        }
     return std::nullopt;
   };
   if (auto c = pick([](const IfAddr& a) { return a.family == AF_INET; }, "IPv4")) return *c;
