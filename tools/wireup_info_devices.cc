@@ -62,12 +62,14 @@ int print_live_devices(const config::Settings&) {
                 i.vendor_id, i.vendor_part_id, i.fw_ver.empty() ? "-" : i.fw_ver.c_str(),
                 i.pci_bus_id.empty() ? "none" : i.pci_bus_id.c_str(), i.netdev.empty() ? "" : " netdev ",
                 i.netdev.c_str());
-    for (const prov::PortInfo& port : i.ports) {
+    for (const prov::PortInfo& port : i.ports)
       std::printf("    port %u: %-12s %-10s mtu %u\n", port.port_num, prov::to_string(port.state),
                   port.link_layer.c_str(), port.active_mtu);
+    std::printf("    ECE: %s\n", ece_support(*d).c_str());
+    for (const prov::PortInfo& port : i.ports) {  // what --sysfs shows, for this machine
+      std::printf("    port %u interfaces:\n", port.port_num);
       print_port_netdev(host::sysfs_root(), i.name, port.port_num, host::live_addresses(), "      ");
     }
-    std::printf("    ECE: %s\n", ece_support(*d).c_str());
   }
   return 0;
 }
