@@ -66,7 +66,7 @@ struct Options {
   uint64_t sim_seed = 1;
   std::string config_file;                   // --config; empty = WIREUP_CONFIG, search path
   std::vector<std::string> overrides;        // "section.key=value": --lanes, --set, --wireup-timeout-ms
-  std::string addr;                          // --addr; empty = the chosen device's IPv4
+  std::string addr;                          // --addr; empty = found from the device's port
   bool json = false;
   bool verify = true;
   bool progress = true;

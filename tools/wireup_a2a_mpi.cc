@@ -76,7 +76,7 @@ void mpi_off_the_device() {
   setenv("OMPI_MCA_osc", "^ucx,rdma", 0);
 }
 
-struct Wireup {
+struct WireupRun {
   double seconds = 0;
   double user_s = 0, sys_s = 0;  // this process's CPU time meanwhile
   Problem error;
@@ -114,11 +114,11 @@ std::pair<double, double> cpu_seconds() {  // user, system
 // ranks carry {established, retries, done}: they end the loop together and feed rank 0's
 // progress line. A rank that is done starts its next round at once, so the last one to finish
 // ends the loop without waiting out a round interval.
-Wireup run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_t planned) {
+WireupRun run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_t planned) {
   int lr = 0, ln = 0;
   MPI_Comm_rank(live, &lr);
   MPI_Comm_size(live, &ln);
-  Wireup out;
+  WireupRun out;
   const auto t0 = Clock::now();
   const auto cpu0 = cpu_seconds();
   auto last_round = t0 - kRoundEvery, last_print = t0;
@@ -311,7 +311,7 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   MPI_Barrier(MPI_COMM_WORLD);
   const Problem started = attempt([&] { wu.start(); });
   if (victim) run_victim(o, wu, wr);
-  Wireup w = run_wireup(o, wu, live, planned);
+  WireupRun w = run_wireup(o, wu, live, planned);
   if (w.error.empty()) w.error = attempt([&] { (void)wu.progress(); });  // steady events that came meanwhile
   if (!started.empty()) w.error = started;
   if (!w.error.empty()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.c_str());

@@ -109,6 +109,12 @@ void from_device_net(const fs::path& dev_dir, int port, bool ipoib, PortNetdevs&
   out.netdevs.insert(out.netdevs.end(), children.begin(), children.end());
 }
 
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& k : v) s += (s.empty() ? "" : "; ") + k;
+  return s;
+}
+
 }  // namespace
 
 std::string sysfs_root() {
@@ -136,11 +142,7 @@ Result<PortNetdevs> port_netdevs(const std::string& root, const std::string& dev
       return Error::make(ErrorCode::address_error, "port_netdevs",
                          where + " (InfiniBand) has no IPoIB interface in " + (dev_dir / "device" / "net").string() +
                              " with dev_port " + std::to_string(port - 1) +
-                             (out.skipped.empty() ? std::string() : " (seen: " + [&] {
-                               std::string s;
-                               for (const std::string& k : out.skipped) s += (s.empty() ? "" : "; ") + k;
-                               return s;
-                             }() + ")") +
+                             (out.skipped.empty() ? std::string() : " (seen: " + joined(out.skipped) + ")") +
                              ": load ib_ipoib and configure the interface, or set listen_ip");
     return out;
   }

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "host/netdev.h"
 
@@ -125,6 +129,49 @@ TEST(HostNetdev, AnIbPortWithoutIpoibSaysWhatItSaw) {
   Result<ListenChoice> c = device_listen_address(kLayouts + "ib-connectx3-dual", "mlx4_0", 2, *none);
   ASSERT_FALSE(c);
   EXPECT_NE(c.error().message().find("ib1: no address"), std::string::npos) << c.error().message();
+}
+
+// A layout made on the spot, for the cases no captured machine shows: files under a fresh root.
+class TmpSysfs {
+ public:
+  TmpSysfs() : root_(std::filesystem::temp_directory_path() / ("wireup-sysfs-" + std::to_string(getpid()))) {
+    std::filesystem::remove_all(root_);
+  }
+  ~TmpSysfs() { std::filesystem::remove_all(root_); }
+  void file(const std::string& rel, const std::string& text) {
+    const std::filesystem::path p = root_ / rel;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << text << "\n";
+  }
+  std::string root() const { return root_.string(); }
+
+ private:
+  std::filesystem::path root_;
+};
+
+TEST(HostNetdev, AnIbPortWithoutIpoibSaysWhatItSawAndWhatToDo) {
+  TmpSysfs t;
+  t.file("class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand");
+  t.file("class/infiniband/mlx5_0/device/net/ens1f1/dev_port", "0");
+  t.file("class/infiniband/mlx5_0/device/net/ens1f1/type", "1");  // an Ethernet function netdev
+  Result<PortNetdevs> p = port_netdevs(t.root(), "mlx5_0", 1);
+  ASSERT_FALSE(p);
+  const std::string m = p.error().message();
+  EXPECT_NE(m.find("mlx5_0 port 1 (InfiniBand) has no IPoIB interface"), std::string::npos) << m;
+  EXPECT_NE(m.find("ens1f1: type 1, not IPoIB (32)"), std::string::npos) << m;
+  EXPECT_NE(m.find("load ib_ipoib"), std::string::npos) << m;
+}
+
+TEST(HostNetdev, RoceWithoutGidAttrsFallsBackToTheDevicesNetdevs) {
+  // Kernels before 4.5 have no gid_attrs: the PCI function's netdev with the port's dev_port.
+  TmpSysfs t;
+  t.file("class/infiniband/mlx4_0/ports/2/link_layer", "Ethernet");
+  t.file("class/infiniband/mlx4_0/device/net/eth0/dev_port", "0");
+  t.file("class/infiniband/mlx4_0/device/net/eth1/dev_port", "1");
+  Result<PortNetdevs> p = port_netdevs(t.root(), "mlx4_0", 2);
+  ASSERT_TRUE(p) << p.error().message();
+  EXPECT_EQ(names(*p), std::vector<std::string>{"eth1"});
+  EXPECT_NE(p->netdevs[0].why.find("no GID names a netdev"), std::string::npos) << p->netdevs[0].why;
 }
 
 TEST(HostNetdev, SysfsPortsListsEveryDevicePort) {
