@@ -19,7 +19,8 @@ Kernel facts they encode:
   - A RoCE GID's gid_attrs/ndevs names the netdev the GID belongs to: the bond for a LAG
     device (mlx5_bond_0), the VLAN interface for a VLAN's GIDs; unused entries cannot be read
     (EINVAL; absent here). types/K is "IB/RoCE v1" or "RoCE v2".
-  - rxe has no PCI parent: no `device` link, its GIDs name the netdev it was added on.
+  - rxe has no PCI parent: no `device` link (a `parent` file names its netdev), RoCE v2 GIDs
+    only, naming the netdev it was added on (layout `rxe` was read in the project's VM).
 Run it from this folder; it replaces the layouts.
 """
 import os
@@ -164,15 +165,18 @@ L.netdev(ll, "ens4f0", ETH, dev_port=0)
 L.addr("ens4f0", "fe80::e42:a1ff:fe40:1")
 L.done("bond0 and the VLAN carry IPv4; ens3f0 IPv6 only; ens4f0 link-local only")
 
-# Soft-RoCE as the project's VM has it: rxe0 on a virtio NIC, no PCI parent of its own.
+# Soft-RoCE as the project's VM has it (captured there: scripts/vm/run.sh, Debian 12 kernel):
+# rxe0 under devices/virtual with no `device` link but a `parent` file naming its netdev,
+# RoCE v2 GIDs only (rxe has no v1), on dummy0; unused GID entries read as zeros and their
+# ndevs cannot be read (absent here).
 L = Layout("rxe")
 b = L.device("rxe0", None)
+write(os.path.join(L.root, b, "parent"), "dummy0")
 L.port(b, 1, "Ethernet", [
-    (0, "fe80:0000:0000:0000:5054:00ff:fe12:3456", V1, "enp0s3"),
-    (1, "fe80:0000:0000:0000:5054:00ff:fe12:3456", V2, "enp0s3"),
-    (2, "0000:0000:0000:0000:0000:ffff:0a00:020f", V1, "enp0s3"),
-    (3, "0000:0000:0000:0000:0000:ffff:0a00:020f", V2, "enp0s3")])
-L.netdev("pci0000:00/0000:00:03.0", "enp0s3", ETH, dev_port=0)
-L.addr("enp0s3", "10.0.2.15")
-L.addr("enp0s3", "fe80::5054:ff:fe12:3456")
-L.done("the VM's user-mode network")
+    (0, "fe80:0000:0000:0000:6c98:9eff:fe85:a7e3", V2, "dummy0"),
+    (1, "0000:0000:0000:0000:0000:ffff:0a00:0001", V2, "dummy0")])
+write(os.path.join(L.root, b, "ports/1/gids/2"), "0000:0000:0000:0000:0000:0000:0000:0000")
+L.netdev(None, "dummy0", ETH, dev_port=0)
+L.addr("dummy0", "10.0.0.1")
+L.addr("dummy0", "fe80::6c98:9eff:fe85:a7e3")
+L.done("the VM's dummy0 (scripts/vm)")
