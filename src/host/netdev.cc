@@ -105,6 +105,22 @@ void from_device_net(const fs::path& dev_dir, int port, bool ipoib, PortNetdevs&
       parents.push_back({ifname, std::move(why)});
     }
   }
+  // P_Key children made on newer kernels are virtual netdevs (class/net, not the PCI
+  // function's): found by their `parent` file naming one of this port's interfaces.
+  if (ipoib) {
+    const fs::path class_net = fs::path(dev_dir).parent_path().parent_path() / "net";
+    for (const std::string& ifname : sorted_names(class_net)) {
+      std::optional<std::string> parent = read_line(class_net / ifname / "parent");
+      if (!parent) continue;
+      auto named = [&](const NetdevCandidate& c) { return c.netdev == ifname; };
+      auto is_parent = [&](const NetdevCandidate& c) { return c.netdev == *parent; };
+      if (std::none_of(parents.begin(), parents.end(), is_parent) || std::any_of(children.begin(), children.end(), named))
+        continue;
+      std::string why = "IPoIB child of " + *parent;
+      if (auto pkey = read_line(class_net / ifname / "pkey")) why += ", P_Key " + *pkey;
+      children.push_back({ifname, why + " (class/net/" + ifname + "/parent)"});
+    }
+  }
   out.netdevs.insert(out.netdevs.end(), parents.begin(), parents.end());
   out.netdevs.insert(out.netdevs.end(), children.begin(), children.end());
 }

@@ -7,8 +7,10 @@
 //    without gid_attrs (before 4.5): the device's own netdevs, as for IB below.
 //  - InfiniBand: the IPoIB interfaces of the device, class/infiniband/<dev>/device/net/<if>,
 //    whose dev_port (dev_id on kernels before 3.15, hex) is the port number - 1. Interfaces
-//    are those of the PCI function, so a dual-port HCA (mlx4) lists ib0 and ib1 there, and
-//    P_Key children (ib0.8001, with a `parent` file) too: parents come first.
+//    are those of the PCI function, so a dual-port HCA (mlx4) lists ib0 and ib1 there.
+//    P_Key children (ib0.8001, with `parent` and `pkey` files) come after their parent: found
+//    there too on old kernels, in class/net by their `parent` file on newer ones (where only
+//    ipoib_parent_init ties an interface to the HCA's device).
 // The address: the first IPv4 address over those netdevs in order, else the first global
 // IPv6 one. Link-local IPv6 is never chosen: it needs a scope id (an interface index of this
 // host) that a peer cannot use to reach it; the error says so (set listen_ip).

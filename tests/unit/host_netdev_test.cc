@@ -40,7 +40,7 @@ TEST(HostNetdev, DualPortConnectX3OnInfiniBandMapsEachPortToItsIpoib) {
   EXPECT_EQ(p1->link_layer, "InfiniBand");
   // The parent first, then its P_Key child; ib1 (dev_port 1) belongs to port 2.
   ASSERT_EQ(names(*p1), (std::vector<std::string>{"ib0", "ib0.8001"}));
-  EXPECT_NE(p1->netdevs[1].why.find("P_Key 0x8001, child of ib0"), std::string::npos) << p1->netdevs[1].why;
+  EXPECT_NE(p1->netdevs[1].why.find("IPoIB child of ib0, P_Key 0x8001"), std::string::npos) << p1->netdevs[1].why;
   Result<PortNetdevs> p2 = port_netdevs(kLayouts + "ib-connectx3-dual", "mlx4_0", 2);
   ASSERT_TRUE(p2) << p2.error().message();
   ASSERT_EQ(names(*p2), (std::vector<std::string>{"ib1"}));  // dev_id is 0x0 on both: dev_port decides
@@ -57,6 +57,16 @@ TEST(HostNetdev, IpoibAddressIsIpv4FirstThenGlobalIpv6) {
   EXPECT_EQ(d2->netdev, "ib1");
   EXPECT_EQ(d2->ip, "fd00:1::11");  // no IPv4 on ib1; its link-local is passed over
   EXPECT_NE(d2->why.find("IPv6, no IPv4"), std::string::npos) << d2->why;
+}
+
+TEST(HostNetdev, APkeyChildsAddressServesWhenTheParentHasNone) {
+  Result<AddrLookup> addrs = table_addresses({{"ib0", {"fe80::1"}}, {"ib0.8001", {"10.2.0.11"}}});
+  ASSERT_TRUE(addrs);
+  Result<ListenChoice> c = device_listen_address(kLayouts + "ib-connectx3-dual", "mlx4_0", 1, *addrs);
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->netdev, "ib0.8001");
+  EXPECT_EQ(c->ip, "10.2.0.11");
+  EXPECT_NE(c->why.find("passed over: ib0 (no IPv4)"), std::string::npos) << c->why;
 }
 
 TEST(HostNetdev, OldKernelsTellPortsApartByDevId) {

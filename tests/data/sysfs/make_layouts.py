@@ -13,8 +13,9 @@ and an `ifaddrs` file: "<interface> <address>" per line, what getifaddrs would r
 Kernel facts they encode:
   - IPoIB sets dev_port = port - 1 (since 3.15; before, dev_id held it and there was no
     dev_port); on new kernels dev_id is 0x0 for every port of a dual-port HCA.
-  - P_Key child interfaces (echo 0x8001 > ib0/create_child) are netdevs of the same PCI
-    function with the parent's dev_port, a `parent` file and their `pkey`.
+  - P_Key child interfaces (echo 0x8001 > ib0/create_child) have a `parent` file and their
+    `pkey`; on newer kernels only the parent is tied to the HCA's PCI function (ipoib_parent_init
+    sets its device and dev_port): a child is a virtual netdev (devices/virtual/net), as here.
   - ConnectX-3 (mlx4) is one PCI function with two ports: ib0 and ib1 sit side by side.
   - A RoCE GID's gid_attrs/ndevs names the netdev the GID belongs to: the bond for a LAG
     device (mlx5_bond_0), the VLAN interface for a VLAN's GIDs; unused entries cannot be read
@@ -98,7 +99,7 @@ L.port(b, 1, "InfiniBand")
 L.port(b, 2, "InfiniBand")
 L.netdev(pci, "ib0", IB, dev_port=0)
 L.netdev(pci, "ib1", IB, dev_port=1)
-L.netdev(pci, "ib0.8001", IB, dev_port=0, parent="ib0", pkey="0x8001")
+L.netdev(None, "ib0.8001", IB, dev_port=0, parent="ib0", pkey="0x8001")  # virtual, see above
 L.addr("ib0", "fe80::202:c903:a:1")
 L.addr("ib0", "10.1.0.11")
 L.addr("ib0.8001", "10.2.0.11")
