@@ -38,7 +38,8 @@ topo             common
 cm               qp ece provider common
 wireup           cm qp ece config provider common
 api
-capi             wireup provider/rdma config topo common api
+host             topo config provider common
+capi             wireup host provider/rdma config common api
 testsupport      wireup provider/sim common
 '
 

@@ -7,7 +7,7 @@
 
 #include "provider/sim/fabric.h"
 #include "testsupport/sim_drive.h"
-#include "wireup_a2a.h"
+#include "wireup_a2a_sim.h"
 
 namespace wireup::a2a {
 namespace {
@@ -64,15 +64,17 @@ void cross_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead
 }
 
 void data_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead, std::vector<CheckCounts>& out) {
+  std::vector<std::unique_ptr<EngineDataPath>> path(ranks.size());
   std::vector<std::unique_ptr<DataCheck>> dc(ranks.size());
   for (uint32_t r = 0; r < ranks.size(); ++r) {
     if (dead.count(r)) continue;
-    dc[r] = std::make_unique<DataCheck>(*ranks[r].re.engine, *ranks[r].re.factory, r, dead);
-    if (Status s = dc[r]->post_recvs(); !s) out[r].problem(s.message()), ++out[r].errors, dc[r].reset();
+    path[r] = std::make_unique<EngineDataPath>(ranks[r].re, dead);
+    dc[r] = std::make_unique<DataCheck>(path[r]->lanes(), *path[r], r);
+    if (Problem p = dc[r]->post_recvs(); !p.empty()) out[r].problem(p), ++out[r].errors, dc[r].reset();
   }
   for (uint32_t r = 0; r < ranks.size(); ++r)
     if (dc[r])
-      if (Status s = dc[r]->post_sends(); !s) out[r].problem(s.message()), ++out[r].errors;
+      if (Problem p = dc[r]->post_sends(); !p.empty()) out[r].problem(p), ++out[r].errors;
   // The simulated data path completes at once: every completion is there for the polling
   // (a poll takes at most 64).
   for (uint32_t r = 0; r < ranks.size(); ++r) {
@@ -80,7 +82,7 @@ void data_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead,
     bool complete = false;
     for (size_t pass = 0; pass < 2 * dc[r]->size() / 64 + 2 && !complete; ++pass) {
       auto p = dc[r]->poll(out[r]);
-      if (!p) out[r].problem(p.error().message()), ++out[r].errors;
+      if (!p) out[r].problem(p.error()), ++out[r].errors;
       complete = !p || *p;
     }
     if (!complete) dc[r]->give_up(out[r]);

@@ -42,6 +42,29 @@ std::string peer_reason(const PeerError& e) {
   return e.peer_reason != RejectCode::none ? to_string(e.peer_reason) : std::string();
 }
 
+// The status a transport would see for a failure of this kind.
+wireup_status_t kind_status(cm::FailKind k) {
+  switch (k) {
+    case cm::FailKind::rejected: return WIREUP_ERR_REJECTED;
+    case cm::FailKind::unreachable:
+    case cm::FailKind::connect_error: return WIREUP_ERR_UNREACHABLE;
+    case cm::FailKind::address_error:
+    case cm::FailKind::route_error: return WIREUP_ERR_ADDRESS;
+    case cm::FailKind::timed_out: return WIREUP_ERR_TIMED_OUT;
+    case cm::FailKind::device_removal: return WIREUP_ERR_DEVICE_REMOVED;
+    default: return WIREUP_ERR_PROTOCOL;
+  }
+}
+
+static_assert(int(WIREUP_PHASE_COUNT) == int(kSampledPhases), "wireup_phase_t mirrors the sampled wireup::Phase");
+static_assert(int(WIREUP_PHASE_RESOLVE_ADDR) == int(Phase::resolve_addr) &&
+                  int(WIREUP_PHASE_RESOLVE_ROUTE) == int(Phase::resolve_route) &&
+                  int(WIREUP_PHASE_QP_CREATE) == int(Phase::qp_create) &&
+                  int(WIREUP_PHASE_REQ_TO_REP) == int(Phase::req_to_rep) &&
+                  int(WIREUP_PHASE_RTR_RTS) == int(Phase::rtr_rts) &&
+                  int(WIREUP_PHASE_ESTABLISH) == int(Phase::establish) && int(WIREUP_PHASE_TOTAL) == int(Phase::total),
+              "wireup_phase_t mirrors wireup::Phase, value by value");
+
 }  // namespace
 
 extern "C" {
@@ -118,6 +141,8 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
     x.reject_reason = e.failure.kind == cm::FailKind::rejected ? e.failure.status : 0;
     x.peer_reason = w->error_peer_reasons[i].c_str();
     x.message = w->error_messages[i].c_str();
+    x.status = e.failure.kind == cm::FailKind::local_error ? capi::to_status(e.failure.error.code)
+                                                            : kind_status(e.failure.kind);
     *out = x;
     return WIREUP_OK;
   });
@@ -138,6 +163,75 @@ wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn_ptr, void* arg) 
     });
     return WIREUP_OK;
   });
+}
+
+wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out) {
+  const char* fn = "wireup_counters_get";
+  if (w == nullptr) return null_handle(fn);
+  if (out == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  const Stats& s = w->engine->stats();
+  wireup_counters_t c;
+  std::memset(&c, 0, sizeof c);
+  c.connects_started = s[Counter::connects_started];
+  c.retries = s[Counter::retries];
+  c.established_active = s[Counter::established_active];
+  c.established_passive = s[Counter::established_passive];
+  c.failed = s[Counter::failed];
+  c.superseded = s[Counter::superseded];
+  c.strangers = s[Counter::strangers];
+  c.disconnects = s[Counter::disconnects];
+  c.events = s[Counter::events];
+  *out = c;
+  return WIREUP_OK;
+}
+
+size_t wireup_tally_count(const wireup_t* w) {
+  if (w == nullptr) return null_handle("wireup_tally_count"), 0;
+  wireup_status_t st = guarded("wireup_tally_count", &w->last_error, [&] {
+    const Stats& s = w->engine->stats();
+    w->tallies.clear();
+    for (const auto& [k, v] : s.rejects_received_by_reason()) w->tallies.push_back({"rejects_received", std::to_string(k), v});
+    for (const auto& [k, v] : s.rejects_sent_by_name()) w->tallies.push_back({"rejects_sent", k, v});
+    for (const auto& [k, v] : s.failures_by_name()) w->tallies.push_back({"failures", k, v});
+    for (const auto& [k, v] : s.ece_outcomes_by_name()) w->tallies.push_back({"ece_outcomes", k, v});
+    return WIREUP_OK;
+  });
+  return st == WIREUP_OK ? w->tallies.size() : 0;
+}
+
+wireup_status_t wireup_tally_get(const wireup_t* w, size_t i, wireup_tally_t* out) {
+  const char* fn = "wireup_tally_get";
+  if (w == nullptr) return null_handle(fn);
+  if (out == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if (i >= w->tallies.size()) return bad_index(w, fn, i, w->tallies.size());
+  const wireup_t::Tally& t = w->tallies[i];
+  *out = wireup_tally_t{t.group.c_str(), t.key.c_str(), t.count};
+  return WIREUP_OK;
+}
+
+const char* wireup_phase_name(wireup_phase_t phase) {
+  if (int(phase) < 0 || int(phase) >= int(WIREUP_PHASE_COUNT)) return nullptr;
+  return to_string(static_cast<Phase>(phase));
+}
+
+wireup_status_t wireup_phase_samples(const wireup_t* w, wireup_phase_t phase, uint64_t* buf, size_t* n) {
+  const char* fn = "wireup_phase_samples";
+  if (w == nullptr) return null_handle(fn);
+  if (n == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "n is NULL");
+  if (int(phase) < 0 || int(phase) >= int(WIREUP_PHASE_COUNT))
+    return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn,
+                "phase " + std::to_string(int(phase)) + " is out of range (0.." +
+                    std::to_string(int(WIREUP_PHASE_COUNT) - 1) + ")");
+  const std::vector<int64_t>& v = w->engine->stats().samples(static_cast<Phase>(phase));
+  if (buf == nullptr || *n < v.size()) {
+    const size_t have = *n;
+    *n = v.size();
+    return fail(&w->last_error, WIREUP_ERR_BUFFER_TOO_SMALL, fn,
+                std::to_string(v.size()) + " samples, the buffer holds " + std::to_string(have));
+  }
+  for (size_t i = 0; i < v.size(); ++i) buf[i] = v[i] > 0 ? static_cast<uint64_t>(v[i]) : 0;
+  *n = v.size();
+  return WIREUP_OK;
 }
 
 wireup_status_t wireup_stats_json(const wireup_t* w, char* buf, size_t* len) {

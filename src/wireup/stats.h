@@ -23,15 +23,17 @@ enum class Phase : uint8_t {
   req_to_rep,     // REQ sent -> CONNECT_RESPONSE (active)
   rtr_rts,        // QP to RTR and RTS
   establish,      // RTS -> established (passive: waits for the RTU)
-  attempt,        // start of the successful attempt (passive: its REQ) -> established
   total,          // first attempt started -> established
+  attempt,        // start of the successful attempt (passive: its REQ) -> established
   count_,
 };
 inline constexpr size_t kPhases = static_cast<size_t>(Phase::count_);
 const char* to_string(Phase p);
-// Phases the statistics keep samples of: `attempt` is in every result already (and a sample
-// per endpoint would cost 8 bytes each).
-constexpr bool sampled(Phase p) { return p != Phase::attempt; }
+// Phases the statistics keep samples of (those before `attempt`, which is in every result
+// already: a sample per endpoint would cost 8 bytes each). The C API's wireup_phase_t
+// mirrors these.
+inline constexpr size_t kSampledPhases = static_cast<size_t>(Phase::attempt);
+constexpr bool sampled(Phase p) { return static_cast<size_t>(p) < kSampledPhases; }
 
 // The phases of one connection from its time stamps; cm::kUnset where a phase was not
 // reached (or does not exist for the role, like resolve_addr on the passive side).
