@@ -40,12 +40,7 @@ Result<config::Config> load_config(const Options& o) {
 Result<RankEngine> make_engine(prov::Provider& p, const config::Settings& s, uint32_t rank, uint32_t nranks,
                                const prov::SockAddr& listen, uint64_t job_key) {
   EngineOptions eo = engine_options(s, rank, nranks, listen, job_key);
-  prov::QpCaps caps;
-  caps.max_send_wr = static_cast<uint32_t>(s.qp.max_send_wr);
-  caps.max_recv_wr = static_cast<uint32_t>(s.qp.max_recv_wr);
-  caps.max_send_sge = static_cast<uint32_t>(s.qp.max_send_sge);
-  caps.max_recv_sge = static_cast<uint32_t>(s.qp.max_recv_sge);
-  caps.max_inline_data = static_cast<uint32_t>(s.qp.max_inline_data);
+  const prov::QpCaps caps = qp_caps(s);
   // One shared CQ: a SEND and a RECV completion per connection during the check, plus slack.
   const uint64_t conns = uint64_t(nranks - 1) * eo.lanes;
   RankEngine r;

@@ -9,15 +9,21 @@
 
 namespace wireup::host {
 
-Result<DeviceChoice> choose_device(prov::Provider& p, const config::Settings& s, const LocalRank& local_rank) {
-  Result<std::vector<prov::Device*>> devs = p.devices();
-  if (!devs) return devs.error();
+topo::RankInput rank_input(const config::Settings& s, const LocalRank& local_rank,
+                           std::span<prov::Device* const> devices) {
   topo::RankInput in;
   in.port = s.device.port;
   in.include = s.device.include;
   in.exclude = s.device.exclude;
   in.local_rank = local_rank.value;
-  for (prov::Device* d : *devs) in.devices.push_back(candidate(d->info(), s.device.port));
+  for (prov::Device* d : devices) in.devices.push_back(candidate(d->info(), s.device.port));
+  return in;
+}
+
+Result<DeviceChoice> choose_device(prov::Provider& p, const config::Settings& s, const LocalRank& local_rank) {
+  Result<std::vector<prov::Device*>> devs = p.devices();
+  if (!devs) return devs.error();
+  topo::RankInput in = rank_input(s, local_rank, *devs);
 
   auto named = [](const std::vector<std::string>& v, const std::string& n) {
     return std::find(v.begin(), v.end(), n) != v.end();

@@ -2,12 +2,14 @@
 // local rank and include/exclude, ranked by src/topo (hwloc locality when it can matter).
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "common/status.h"
 #include "config/settings.h"
 #include "host/local_rank.h"
 #include "provider/provider.h"
+#include "topo/rank.h"
 
 namespace wireup::host {
 
@@ -19,5 +21,9 @@ struct DeviceChoice {
 // Locality (hwloc, seconds per process in the TCG VM) is loaded only when more than one device
 // is usable: it orders usable devices, it never makes one usable.
 Result<DeviceChoice> choose_device(prov::Provider& p, const config::Settings& s, const LocalRank& local_rank);
+
+// What the ranking gets from the configuration and the provider's devices (no locality yet).
+topo::RankInput rank_input(const config::Settings& s, const LocalRank& local_rank,
+                           std::span<prov::Device* const> devices);
 
 }  // namespace wireup::host

@@ -27,6 +27,16 @@ ece::Mode ece_mode(config::EceMode m) {
 
 }  // namespace
 
+prov::QpCaps qp_caps(const config::Settings& s) {
+  prov::QpCaps caps;
+  caps.max_send_wr = static_cast<uint32_t>(s.qp.max_send_wr);
+  caps.max_recv_wr = static_cast<uint32_t>(s.qp.max_recv_wr);
+  caps.max_send_sge = static_cast<uint32_t>(s.qp.max_send_sge);
+  caps.max_recv_sge = static_cast<uint32_t>(s.qp.max_recv_sge);
+  caps.max_inline_data = static_cast<uint32_t>(s.qp.max_inline_data);
+  return caps;
+}
+
 EngineOptions engine_defaults() { return engine_options(config::built_in(), 0, 0, prov::SockAddr()); }
 
 EngineOptions engine_options(const config::Settings& s, uint32_t rank, uint32_t nranks,

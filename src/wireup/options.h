@@ -12,6 +12,10 @@ namespace wireup {
 // a driver without a tuning file starts from.
 EngineOptions engine_defaults();
 
+// The QP capabilities of [qp] (max_send_wr ... max_inline_data), for a QP factory made by the
+// library's users (the runner's sim mode, tests): the transport's own factory may use them too.
+prov::QpCaps qp_caps(const config::Settings& s);
+
 // rank/nranks/listen address come from the transport; everything else from `s`.
 // job_key: the API's value wins; else the config's; 0 is refused later by Engine::create.
 EngineOptions engine_options(const config::Settings& s, uint32_t rank, uint32_t nranks,
