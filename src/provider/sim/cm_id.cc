@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "provider/sim/channel.h"
+#include "provider/sim/cm_id_util.h"
 #include "provider/sim/verbs.h"
 
 namespace wireup::prov::sim {
@@ -29,44 +30,6 @@ const char* to_string(IbState s) {
 namespace {
 // RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH: "use the device maximum".
 constexpr uint8_t kUseMax = 0xFF;
-
-std::string state_of(const SimCmId& id) {
-  return std::string("id is ") + to_string(id.cma) + " (IB CM " + to_string(id.ib) + ")";
-}
-
-bool knows_peer(IbState s) {
-  switch (s) {
-    case IbState::req_rcvd:
-    case IbState::mra_req_sent:
-    case IbState::rep_sent:
-    case IbState::mra_rep_rcvd:
-    case IbState::rep_rcvd:
-    case IbState::mra_rep_sent:
-    case IbState::established:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// RoCE v2 GID of an IPv4 address: ::ffff:a.b.c.d
-Gid ipv4_gid(uint32_t ip) {
-  Gid g;
-  g.raw[10] = 0xff;
-  g.raw[11] = 0xff;
-  g.raw[12] = static_cast<uint8_t>(ip >> 24);
-  g.raw[13] = static_cast<uint8_t>(ip >> 16);
-  g.raw[14] = static_cast<uint8_t>(ip >> 8);
-  g.raw[15] = static_cast<uint8_t>(ip);
-  return g;
-}
-
-// enum ibv_mtu of a byte count: 256 -> 1 ... 4096 -> 5
-uint32_t mtu_enum(uint32_t bytes) {
-  uint32_t e = 1;
-  while (e < 5 && (256u << e) <= bytes) ++e;
-  return e;
-}
 }  // namespace
 
 SimCmId::SimCmId(Core& c, uint32_t n, SimEventChannel* ch, PortSpace p, Route route)
@@ -358,86 +321,6 @@ Status SimCmId::set_reuseaddr(bool on) {
 Status SimCmId::set_ack_timeout(uint8_t t) {
   ack_timeout = t;
   ack_timeout_set = true;
-  return Status::ok();
-}
-
-Result<QpAttrWithMask> SimCmId::init_qp_attr(QpState state) {
-  const char* call = "rdma_init_qp_attr";
-  WIREUP_TRY(require_device(call));
-  QpAttrWithMask out;
-  QpAttr& a = out.attr;
-  a.qp_state = state;
-  a.port_num = 1;
-  a.pkey_index = 0;
-  if (ib == IbState::none) {
-    // No IB CM id yet (before rdma_connect): cma_ib_init_qp_attr answers INIT attributes
-    // whatever state was asked for, as the kernel does.
-    a.qp_access_flags = 0;
-    out.mask = qp_mask::state | qp_mask::pkey_index | qp_mask::port | qp_mask::access_flags;
-    return out;
-  }
-  const bool connected = knows_peer(ib) || ib == IbState::req_sent || ib == IbState::mra_req_rcvd;
-  switch (state) {
-    case QpState::init:
-      if (!connected) return fail(call, EINVAL, std::string("for INIT: ") + state_of(*this));
-      a.qp_access_flags = access::remote_write;
-      if (responder_resources != 0) a.qp_access_flags |= access::remote_read | access::remote_atomic;
-      out.mask = qp_mask::state | qp_mask::access_flags | qp_mask::pkey_index | qp_mask::port;
-      return out;
-    case QpState::rtr:
-      if (!knows_peer(ib))
-        return fail(call, EINVAL, std::string("for RTR: the CM does not know the peer yet: ") + state_of(*this));
-      a.ah_attr.dgid = ipv4_gid(remote_ip);
-      a.ah_attr.is_global = 1;
-      a.ah_attr.hop_limit = 64;  // RoCE v2: an IP TTL
-      a.ah_attr.traffic_class = tos;
-      a.ah_attr.port_num = 1;
-      a.path_mtu = mtu_enum(path_mtu_bytes);
-      a.dest_qp_num = remote_qpn;
-      a.rq_psn = local_psn;  // cma: rq_psn = our own starting PSN, the one our REQ/REP carried
-      a.max_dest_rd_atomic = responder_resources;
-      a.min_rnr_timer = 0;
-      out.mask = qp_mask::state | qp_mask::av | qp_mask::path_mtu | qp_mask::dest_qpn |
-                 qp_mask::rq_psn | qp_mask::max_dest_rd_atomic | qp_mask::min_rnr_timer;
-      return out;
-    case QpState::rts:
-      if (!knows_peer(ib))
-        return fail(call, EINVAL, std::string("for RTS: the CM does not know the peer yet: ") + state_of(*this));
-      a.sq_psn = remote_psn;
-      // cm_init_av_by_path: packet lifetime + 1; RDMA_OPTION_ID_ACK_TIMEOUT overrides.
-      a.timeout = ack_timeout_set ? ack_timeout : static_cast<uint8_t>(core.latency.packet_lifetime + 1);
-      a.retry_cnt = retry_count;
-      a.rnr_retry = rnr_retry_count;
-      a.max_rd_atomic = initiator_depth;
-      out.mask = qp_mask::state | qp_mask::sq_psn | qp_mask::timeout | qp_mask::retry_cnt |
-                 qp_mask::rnr_retry | qp_mask::max_qp_rd_atomic;
-      return out;
-    default:
-      return fail(call, EINVAL, std::string("the CM gives attributes for INIT, RTR and RTS, not ") +
-                                    prov::to_string(state));
-  }
-}
-
-Status SimCmId::set_local_ece(const Ece& ece) {
-  if (ece.vendor_id == 0) return fail("rdma_set_local_ece", EINVAL, "vendor_id 0");
-  local_ece = ece;
-  return Status::ok();
-}
-
-Result<Ece> SimCmId::get_remote_ece() { return remote_ece; }
-
-Status SimCmId::migrate_native(EventChannel& to) {
-  auto* target = dynamic_cast<SimEventChannel*>(&to);
-  if (target == nullptr || &target->core != &core || target->node != node)
-    return fail("rdma_migrate_id", EINVAL, "target channel belongs to another provider or node");
-  if (events_reported > events_acked)
-    return Error::make(ErrorCode::invalid_state, "rdma_migrate_id",
-                       std::to_string(events_reported - events_acked) +
-                           " retrieved event(s) of this id are not acked: the real call blocks "
-                           "until they are; the single-threaded sim refuses instead")
-        .with_peer(peer_addr().to_string());
-  if (chan != nullptr) chan->move_events(self, *target);
-  attach(target);
   return Status::ok();
 }
 
