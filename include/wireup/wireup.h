@@ -304,7 +304,10 @@ typedef struct wireup_peer_error {
   int active;
   uint32_t attempts;
   const char* kind;        /* "rejected", "unreachable", "address_error", "route_error",
-                              "connect_error", "timed_out", "local_error", ... */
+                              "connect_error", "timed_out", "local_error", "bad_reply" (the
+                              peer's listener answered with something that is not a wireup REP
+                              for this request: not a wireup listener, another job, a stale
+                              answer; refused before RTR, the QP released), ... */
   int reject_reason;       /* kind "rejected": the IB reject reason (8 nothing listening,
                               28 consumer, 35 ECE); else 0 */
   const char* peer_reason; /* the peer's wireup reason from its REJ ("wrong_job_key", ...), or "" */

@@ -38,6 +38,7 @@ const char* to_string(FailKind k) {
     case FailKind::disconnected: return "disconnected";
     case FailKind::timed_out: return "timed_out";
     case FailKind::rtu_lost: return "rtu_lost";
+    case FailKind::bad_reply: return "bad_reply";
   }
   return "?";
 }
@@ -205,6 +206,16 @@ Status Connection::accept(const qp::QpFactory& factory) {
 void Connection::on_response(const prov::CmEvent& ev) {
   t_.response = now();
   ans_.remote_qpn = ev.qp_num;
+  if (observer_ != nullptr) {
+    if (Status ok = observer_->check_reply(*this, ev.private_data); !ok) {
+      // Nothing of the peer's answer reaches the QP: it stays at INIT and is destroyed with
+      // this connection (a transport's QP goes back through its release hook).
+      (void)id_->reject(given_.reject_data.bytes());
+      Error e = ok.error();
+      if (e.qpn == 0) e.qpn = ev.qp_num;
+      return fail(FailKind::bad_reply, std::move(e));
+    }
+  }
   bool refused = false;
   Status s = [&]() -> Status {
     auto d = ece::apply_reply(profile_.ece, ans_.offered, *qp_, *id_, ans_.ece);

@@ -53,7 +53,10 @@ enum class FailKind : uint8_t {
   disconnected,    // DISCONNECTED before the connection was established
   timed_out,       // the owner's deadline passed first
   rtu_lost,        // passive: the peer never confirmed our REP (RTU) and cannot reconnect
+  bad_reply,       // active: the REP is not the one this connection waits for (the owner said
+                   // why); refused with a REJ before the QP left INIT
 };
+inline constexpr size_t kFailKinds = static_cast<size_t>(FailKind::bad_reply) + 1;
 const char* to_string(FailKind k);
 
 struct Failure {
@@ -124,6 +127,10 @@ class Connection;
 class ConnectionObserver {
  public:
   virtual void on_connection_changed(Connection& c) = 0;
+  // Active side, on CONNECT_RESPONSE, before anything moves the QP past INIT: is this REP
+  // (its private data) the answer this connection waits for? An error refuses it: the
+  // connection sends a REJ (its reject data) and fails with FailKind::bad_reply and that error.
+  virtual Status check_reply(const Connection& c, std::span<const uint8_t> private_data) = 0;
 
  protected:
   ~ConnectionObserver() = default;

@@ -191,6 +191,14 @@ void Engine::on_connection_changed(cm::Connection& c) {
              c.peer(), c.lane(), to_string(p->state()));
 }
 
+Status Engine::check_reply(const cm::Connection& c, std::span<const uint8_t> private_data) {
+  const Pair* p = pairs_.at(c.tag());
+  if (p == nullptr) return Error::make(ErrorCode::invalid_state, "check_reply", "a connection of no pair");
+  const EngineOptions& o = opt();
+  return wireup::check_reply(GateContext{o.job_key, o.rank, o.nranks, o.lanes, &peers_, true}, private_data, p->peer,
+                             p->lane, p->attempt);
+}
+
 void Engine::retire(std::unique_ptr<cm::Connection> c) {
   if (!c) return;
   c->detach();

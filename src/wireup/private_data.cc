@@ -32,6 +32,7 @@ const char* to_string(RejectCode c) {
     case RejectCode::repair_accepted: return "repair_accepted";
     case RejectCode::repair_pending: return "repair_pending";
     case RejectCode::repair_refused: return "repair_refused";
+    case RejectCode::bad_reply: return "bad_reply";
   }
   return "unknown";
 }

@@ -56,8 +56,9 @@ enum class RejectCode : uint16_t {
   repair_pending = 13,  // not established with that attempt: a newer attempt is in flight or due
   repair_refused = 14,  // established, but it cannot reconnect (its wireup has ended, the
                         // transport took the QP, or no attempts are left); it reported the loss
+  bad_reply = 15,       // the active side refused our REP: not the answer to its request
 };
-inline constexpr RejectCode kLastRejectCode = RejectCode::repair_refused;
+inline constexpr RejectCode kLastRejectCode = RejectCode::bad_reply;
 const char* to_string(RejectCode c);
 
 struct WireHeader {

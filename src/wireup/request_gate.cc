@@ -52,4 +52,22 @@ GateVerdict check_pair(GateVerdict v, PairState state, uint32_t newest_attempt) 
   return v;
 }
 
+Status check_reply(const GateContext& ctx, std::span<const uint8_t> private_data, uint32_t peer, uint32_t lane,
+                   uint32_t attempt) {
+  auto bad = [&](const std::string& why) {
+    return Error::make(ErrorCode::protocol_error, "CONNECT_RESPONSE", "refused the REP: " + why)
+        .with_peer(rank_name(peer) + " lane " + std::to_string(lane));
+  };
+  auto h = decode(private_data);
+  if (!h) return bad("not a wireup peer's (" + h.error().detail + ")");
+  if (h->kind != WireKind::accept) return bad("a wireup message that is not an accept");
+  if (h->job_key != ctx.job_key) return bad("another job's key");
+  if (h->src_rank != peer) return bad("it comes from " + rank_name(h->src_rank) + ", not " + rank_name(peer));
+  if (h->dst_rank != ctx.self) return bad("it is for " + rank_name(h->dst_rank));
+  if (h->lane != lane) return bad("it answers lane " + std::to_string(h->lane));
+  if (h->attempt != attempt)
+    return bad("it answers attempt " + std::to_string(h->attempt) + ", ours is " + std::to_string(attempt));
+  return Status::ok();
+}
+
 }  // namespace wireup

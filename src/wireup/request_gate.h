@@ -49,4 +49,10 @@ GateVerdict check_request(const GateContext& ctx, std::span<const uint8_t> priva
 // pair given up on is refused. On success the verdict stays `connect`.
 GateVerdict check_pair(GateVerdict v, PairState state, uint32_t newest_attempt);
 
+// The active side's check of a REP before its QP moves on: a wireup accept of this job, from
+// `peer` to us, for `lane` and the `attempt` in flight. Anything else (a listener that is not
+// wireup's, another job, a stale or crossed answer) is an error saying what did not match.
+Status check_reply(const GateContext& ctx, std::span<const uint8_t> private_data, uint32_t peer, uint32_t lane,
+                   uint32_t attempt);
+
 }  // namespace wireup

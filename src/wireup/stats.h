@@ -98,7 +98,7 @@ class Stats {
   const std::vector<int64_t>& samples(Phase p) const { return samples_[static_cast<size_t>(p)]; }
 
  private:
-  static constexpr size_t kFailKinds = static_cast<size_t>(cm::FailKind::rtu_lost) + 1;
+  static constexpr size_t kFailKinds = cm::kFailKinds;
   static constexpr size_t kRejectCodes = static_cast<size_t>(kLastRejectCode) + 1;
   static constexpr size_t kEceOutcomes = static_cast<size_t>(ece::Outcome::rejected) + 1;
 
