@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Instructions per connection, engine against SimMesh (the minimal driver making the same
+# provider calls), counted by callgrind: noise-free, so two builds compare exactly.
+#   scripts/callgrind-engine.sh [RANKS]        default 64 (RANKS*(RANKS-1)/2 connections)
+# Env: BENCH (default build/bench/engine_bench), OUT (default build/callgrind).
+# Each side is counted alone (--toggle-collect): the mesh's all-to-all, and the engine's
+# job creation plus its drive; building the simulated fabric, common to both, is left out.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+N=${1:-64}
+BENCH=${BENCH:-build/bench/engine_bench}
+OUT=${OUT:-build/callgrind}
+command -v valgrind >/dev/null || { echo "callgrind-engine: valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
+[ -x "$BENCH" ] || { echo "callgrind-engine: $BENCH not built (cmake --build build --target engine_bench)" >&2; exit 2; }
+mkdir -p "$OUT"
+count() {  # $1 = name, rest = --toggle-collect patterns
+  local name=$1 log=$OUT/$1.log
+  shift
+  valgrind --tool=callgrind --callgrind-out-file="$OUT/$name.out" "$@" \
+    "$BENCH" --benchmark_filter="BM_EngineVsMesh/$N/" >/dev/null 2>"$log"
+  grep -oE 'Collected : [0-9]+' "$log" | awk '{print $3}'
+}
+mesh=$(count mesh --toggle-collect='*mesh_all_to_all*')
+engine=$(count engine --toggle-collect='*make_job*' --toggle-collect='wireup::sim_drive*')
+conns=$((N * (N - 1) / 2))
+awk -v m="$mesh" -v e="$engine" -v c="$conns" -v n="$N" 'BEGIN {
+  printf "callgrind-engine: %d ranks, %d connections\n", n, c
+  printf "  SimMesh  %12d instructions  %8.0f per connection\n", m, m / c
+  printf "  engine   %12d instructions  %8.0f per connection\n", e, e / c
+  printf "  engine / SimMesh = %.3f\n", e / m
+}'
