@@ -5,18 +5,18 @@
 # the pair's environment, then keeps the node up until the other node is finished too (its
 # COMMAND may still be using this one through ssh/mpirun). Without COMMAND the node only serves.
 #
-# Environment (set by pair.sh / run.sh): WIREUP_PAIR_DIR, WIREUP_NODE (1|2).
-# Given to COMMAND: WIREUP_PEER_ADDR, WIREUP_NODE_ADDRS ("10.0.1.1 10.0.1.2"), WIREUP_PAIR_SSH
+# Environment (set by pair.sh / run.sh): WIREUP_VM_PAIR_DIR, WIREUP_VM_NODE (1|2).
+# Given to COMMAND: WIREUP_VM_PEER_ADDR, WIREUP_VM_NODE_ADDRS ("10.0.1.1 10.0.1.2"), WIREUP_VM_PAIR_SSH
 # (an ssh that reaches the other node), and OMPI_MCA_* so that mpirun starts its daemon on the
-# other node through that ssh and keeps its out-of-band traffic and the MPI TCP BTL on the link.
+# other node through that ssh and keeps its out-of-band traffic and MPI (ob1, TCP BTL) on the link.
 # Exit status: COMMAND's; 120 if the other node never came up or the link is dead.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-N=${WIREUP_NODE:?pair-node: WIREUP_NODE is not set (run through scripts/vm/pair.sh)}
-D=${WIREUP_PAIR_DIR:?pair-node: WIREUP_PAIR_DIR is not set}
+N=${WIREUP_VM_NODE:?pair-node: WIREUP_VM_NODE is not set (run through scripts/vm/pair.sh)}
+D=${WIREUP_VM_PAIR_DIR:?pair-node: WIREUP_VM_PAIR_DIR is not set}
 P=$((3 - N))
 PEER=10.0.1.$P
-WAIT_S=${WIREUP_PAIR_WAIT_S:-180}
+WAIT_S=${WIREUP_VM_PAIR_WAIT_S:-180}
 say() { echo "pair-node $N: $*" >&2; }
 
 # --- sshd on the link address (keys in the guest's tmpfs; the client key is the pair's) ---
@@ -36,10 +36,10 @@ UsePAM no
 StrictModes no
 UseDNS no
 PidFile $S/sshd.pid
-SetEnv HOME=/tmp/home TMPDIR=/tmp WIREUP_PAIR_DIR=$D WIREUP_NODE=$N WIREUP_IN_VM=1 WIREUP_VM_ADDR=10.0.1.$N OMPI_MCA_oob_tcp_if_include=10.0.1.0/24 OMPI_MCA_btl_tcp_if_include=10.0.1.0/24
+SetEnv HOME=/tmp/home TMPDIR=/tmp WIREUP_VM_PAIR_DIR=$D WIREUP_VM_NODE=$N WIREUP_IN_VM=1 WIREUP_VM_ADDR=10.0.1.$N OMPI_MCA_oob_tcp_if_include=10.0.1.0/24 OMPI_MCA_btl_tcp_if_include=10.0.1.0/24
 EOF
 /usr/sbin/sshd -f "$S/sshd_config" -E "$S/sshd.log" || { say "sshd did not start:"; cat "$S/sshd.log" >&2; exit 120; }
-date +%s.%N >"$D/ready.$N"
+echo "${WIREUP_VM_BOOT:-1} $(date +%s.%N)" >"$D/ready.$N"
 
 # --- the other node: booted, and its sshd reachable over the link -------------------------
 t0=$(date +%s)
@@ -54,9 +54,11 @@ until timeout 2 bash -c "exec 3<>/dev/tcp/$PEER/22" 2>/dev/null; do
   sleep 0.3
 done
 
-export WIREUP_PEER_ADDR=$PEER WIREUP_NODE_ADDRS="10.0.1.1 10.0.1.2" WIREUP_PAIR_SSH=$HERE/pair-ssh.sh
+export WIREUP_VM_PEER_ADDR=$PEER WIREUP_VM_NODE_ADDRS="10.0.1.1 10.0.1.2" WIREUP_VM_PAIR_SSH=$HERE/pair-ssh.sh
 export OMPI_MCA_plm_rsh_agent=$HERE/pair-ssh.sh
 export OMPI_MCA_oob_tcp_if_include=10.0.1.0/24 OMPI_MCA_btl_tcp_if_include=10.0.1.0/24
+# MPI itself over TCP on the link (ob1): UCX or openib must not take rxe0 from the tests.
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
 rc=0
 if (($#)); then
   "$@"

@@ -2,8 +2,8 @@
 # pair-ssh.sh HOST COMMAND...: ssh from one node of the pair to the other (inside the guests
 # only), with the pair's own key and no host-key bookkeeping (the host keys are made at boot).
 # Open MPI's rsh agent in the pair (OMPI_MCA_plm_rsh_agent), or by hand:
-#   "$WIREUP_PAIR_SSH" "$WIREUP_PEER_ADDR" hostname
+#   "$WIREUP_VM_PAIR_SSH" "$WIREUP_VM_PEER_ADDR" hostname
 set -euo pipefail
-D=${WIREUP_PAIR_DIR:?pair-ssh: WIREUP_PAIR_DIR is not set (run inside scripts/vm/pair.sh)}
+D=${WIREUP_VM_PAIR_DIR:?pair-ssh: WIREUP_VM_PAIR_DIR is not set (run inside scripts/vm/pair.sh)}
 exec ssh -F /dev/null -i "$D/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=no \
   -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=20 "$@"

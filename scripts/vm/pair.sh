@@ -7,8 +7,9 @@
 # machine). Node N is 10.0.1.N/24 on its eth0 with rxe0 on it; each runs an sshd on that address.
 # COMMAND1 runs on node 1, COMMAND2 (if given) on node 2; a node without a command serves the
 # other (ssh, mpirun's daemons) until the other's command is done. Both see the share (build
-# tree) writable at its host path, and WIREUP_PAIR_DIR, a directory in it for this pair only.
-# Each output line is prefixed with "[1] " or "[2] ".
+# tree) writable at its host path, and WIREUP_VM_PAIR_DIR, a directory in it for this pair only.
+# Each output line is prefixed with "[1] " or "[2] ". A node can cut its own power
+# (scripts/vm/pair-power-cut.sh: no orderly shutdown, no CM DREQ) and is then booted again.
 #
 # Options: --timeout S (default 900, the whole pair), --cache, --share, --smp N (per guest,
 # default 2), --mem MB (per guest, default 2048), --env NAME[=VALUE], --verbose: as run.sh.
@@ -88,13 +89,22 @@ P2=$(free_port) || die "no free UDP port on 127.0.0.1"
 [ "$P1" != "$P2" ] || P2=$((P1 + 1))
 
 node() {  # node N LOCAL REMOTE COMMAND...: one guest; its status ends up in $D/rc.N
-  local n=$1 lp=$2 rp=$3
+  # A node that asked for it (pair-power-cut.sh left $D/reboot.N) boots again, with the same
+  # MAC (so the same RoCE GID) and WIREUP_VM_BOOT counting its boots.
+  local n=$1 lp=$2 rp=$3 boot=1 rc
   shift 3
   set +e
-  "$HERE/run.sh" --timeout "$TIMEOUT" --share "$SHARE" --smp "$SMP" --mem "$MEM" "${PASS[@]}" \
-    --node "$n" --link "$lp:$rp" --env WIREUP_PAIR_DIR="$D" --env WIREUP_PAIR_WAIT_S \
-    -- "$HERE/pair-node.sh" "$@" 2>&1 | sed -u "s/^/[$n] /"
-  echo "${PIPESTATUS[0]}" >"$D/rc.$n"
+  while :; do
+    "$HERE/run.sh" --timeout "$TIMEOUT" --share "$SHARE" --smp "$SMP" --mem "$MEM" "${PASS[@]}" \
+      --node "$n" --link "$lp:$rp" --env WIREUP_VM_PAIR_DIR="$D" --env WIREUP_VM_PAIR_WAIT_S \
+      --env WIREUP_VM_BOOT="$boot" -- "$HERE/pair-node.sh" "$@" 2>&1 | sed -u "s/^/[$n] /"
+    rc=${PIPESTATUS[0]}
+    [ -f "$D/reboot.$n" ] || break
+    rm -f "$D/reboot.$n"
+    boot=$((boot + 1))
+    echo "[$n] pair: node $n lost power (exit $rc); booting it again (boot $boot)"
+  done
+  echo "$rc" >"$D/rc.$n"
   date +%s.%N >"$D/exited.$n"
 }
 t0=$(date +%s.%N)
@@ -108,7 +118,7 @@ t1=$(date +%s.%N)
 
 rc1=$(cat "$D/rc.1" 2>/dev/null || echo 125)
 rc2=$(cat "$D/rc.2" 2>/dev/null || echo 125)
-since() { [ -f "$1" ] && awk -v a="$t0" -v b="$(cat "$1")" 'BEGIN { printf "%.1f", b - a }' || echo "?"; }
+since() { [ -f "$1" ] && awk -v a="$t0" -v b="$(awk '{ print $NF }' "$1")" 'BEGIN { printf "%.1f", b - a }' || echo "?"; }
 echo "pair: node 1 exited $rc1, node 2 exited $rc2; ready (sshd up) after $(since "$D/ready.1") s /" \
      "$(since "$D/ready.2") s; pair total $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s" >&2
 if [ "$rc1" != 0 ]; then exit "$rc1"; fi

@@ -142,7 +142,7 @@ printf '%s\n' "$SHARE" >"$RUNDIR/share_path"
   echo 'export HOME=/tmp/home TMPDIR=/tmp USER=root LOGNAME=root'
   echo 'export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1'
   if [ -n "$NODE" ]; then
-    echo "export WIREUP_IN_VM=1 WIREUP_VM_ADDR=10.0.1.$NODE WIREUP_NODE=$NODE"
+    echo "export WIREUP_IN_VM=1 WIREUP_VM_ADDR=10.0.1.$NODE WIREUP_VM_NODE=$NODE"
   else
     echo 'export WIREUP_IN_VM=1 WIREUP_VM_ADDR=10.0.0.1'
   fi
