@@ -5,18 +5,19 @@
 // be cut, without taking a launcher down with it.
 //
 //   twonode_ranks --dir D --node N --round R --per-node K [--lanes L] [--timeout-s S]
-//                 [--before-start CMD] [--hold-until FILE] [--then ROUND2] [--linger-s S]
+//                 [--before-start CMD] [--hold-until FILE] [--then ROUND2]... [--linger-s S]
 //
 // Ranks: node 1 holds 0..K-1, node 2 K..2K-1. For round R the node writes D/R.addr.N (its
 // ranks' addresses), waits for the other node's, runs CMD (e.g. netem on the link), wires up
 // and writes D/R.res.N (every connection: rank, peer, lane, role, local and remote QPN); then
 // it checks, against the other node's file, that every pair of the 2K ranks is connected once
 // on every lane with crossed QPNs and opposite roles. --hold-until keeps the round's engines
-// alive (progressing, counting their steady events) until FILE exists; --then runs a second
-// round with new engines while the first round's are still open (their kernel CM state is what
-// a node that lost its peer keeps); --linger-s progresses every engine that long at the end.
-// Prints "[twonode] ..." lines (rejects by reason, retries, attempts, time) and exits 0 iff
-// every check held.
+// alive (progressing, counting their steady events) until FILE exists; each --then runs one
+// more round with new engines while the earlier rounds' are still open (their kernel CM state
+// is what a node that lost its peer keeps); --linger-s progresses every engine that long at the
+// end. Prints "[twonode] ..." lines (rejects by reason, retries, attempts, time) and one verdict
+// line per round; the exit status has bit i set if round i (0 = --round) failed a check, 64 for
+// bad usage or no device.
 #include <unistd.h>
 
 #include <chrono>
@@ -41,7 +42,8 @@ using wireup::vmfaults::Rank;
 namespace {
 
 struct Args {
-  std::string dir, round, before_start, hold_until, then;
+  std::string dir, round, before_start, hold_until;
+  std::vector<std::string> then;
   uint32_t node = 0, per_node = 0, lanes = 1;
   int timeout_s = 120, linger_s = 0;
 };
@@ -218,38 +220,47 @@ int main(int argc, char** argv) {
     else if (k == "--linger-s") a.linger_s = std::stoi(v);
     else if (k == "--before-start") a.before_start = v;
     else if (k == "--hold-until") a.hold_until = v;
-    else if (k == "--then") a.then = v;
-    else return std::fprintf(stderr, "twonode_ranks: unknown option %s\n", k.c_str()), 2;
+    else if (k == "--then") a.then.push_back(v);
+    else return std::fprintf(stderr, "twonode_ranks: unknown option %s\n", k.c_str()), 64;
   }
   if (a.dir.empty() || a.round.empty() || (a.node != 1 && a.node != 2) || a.per_node == 0 || a.lanes == 0)
-    return std::fprintf(stderr, "twonode_ranks: --dir, --round, --node 1|2 and --per-node are required\n"), 2;
+    return std::fprintf(stderr, "twonode_ranks: --dir, --round, --node 1|2 and --per-node are required\n"), 64;
   const char* addr = std::getenv("WIREUP_VM_ADDR");
   auto listen = prov::SockAddr::parse(addr ? addr : "");
-  if (!listen) return std::printf("[twonode] FAILED: WIREUP_VM_ADDR is not an address (run inside the pair)\n"), 2;
+  if (!listen) return std::printf("[twonode] FAILED: WIREUP_VM_ADDR is not an address (run inside the pair)\n"), 64;
   auto p = prov::create_rdma_provider();
-  if (!p) return std::printf("[twonode] FAILED: %s\n", p.error().message().c_str()), 2;
+  if (!p) return std::printf("[twonode] FAILED: %s\n", p.error().message().c_str()), 64;
 
-  std::vector<Rank> first, second;
-  int rc = round(a, **p, *listen, a.round, first);
+  std::vector<std::vector<Rank>> rounds(1 + a.then.size());
+  std::vector<std::string> names{a.round};
+  names.insert(names.end(), a.then.begin(), a.then.end());
+  int rc = 0;
+  auto verdict = [&](size_t i, int r) {
+    std::printf("[twonode] round %s node %u: %s\n", names[i].c_str(), a.node, r ? "FAIL" : "PASS");
+    if (r) rc |= 1 << i;
+  };
+  verdict(0, round(a, **p, *listen, a.round, rounds[0]));
   if (!a.hold_until.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
-    while (!fs::exists(a.hold_until) && secs(t0) < 900) vmfaults::linger(**p, first, 200ms);
+    while (!fs::exists(a.hold_until) && secs(t0) < 900) vmfaults::linger(**p, rounds[0], 200ms);
     std::printf("[twonode] round %s node %u: held %.1f s until %s\n", a.round.c_str(), a.node, secs(t0),
                 fs::exists(a.hold_until) ? "it appeared" : "the 900 s bound");
-    steady_counts(a.round, a.node, first);
+    steady_counts(a.round, a.node, rounds[0]);
   }
-  if (!a.then.empty()) {
+  for (size_t i = 1; i < rounds.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    rc |= round(a, **p, *listen, a.then, second);
-    std::printf("[twonode] round %s node %u: done %.2f s after round %s's hold ended\n", a.then.c_str(), a.node,
-                secs(t0), a.round.c_str());
+    verdict(i, round(a, **p, *listen, names[i], rounds[i]));
+    std::printf("[twonode] round %s node %u: took %.2f s\n", names[i].c_str(), a.node, secs(t0));
   }
   if (a.linger_s > 0) {
-    vmfaults::linger(**p, first, std::chrono::seconds(a.linger_s));
-    if (!second.empty()) vmfaults::linger(**p, second, 1s);
+    std::vector<Rank> all;
+    for (auto& r : rounds)
+      for (auto& x : r) all.push_back(std::move(x));
+    vmfaults::linger(**p, all, std::chrono::seconds(a.linger_s));
+    for (size_t i = 0, k = 0; i < rounds.size(); ++i)
+      for (auto& x : rounds[i]) x = std::move(all[k++]);
   }
-  steady_counts(a.round, a.node, first);
-  if (!second.empty()) steady_counts(a.then, a.node, second);
+  for (size_t i = 0; i < rounds.size(); ++i) steady_counts(names[i], a.node, rounds[i]);
   std::fflush(stdout);
   return rc;
 }
