@@ -133,28 +133,43 @@ case_restart() {
 case_partition() {
   local t=partition.$$
   # Both nodes drop everything they send on the link for 10 s from the start of the wireup
-  # (after the address exchange, which goes through the shared directory, not the link).
-  # The neighbour entries are pinned first: the REQs then leave (and are dropped) at once, and
-  # their retries show the CM's own timeout rather than ARP's.
-  local cut="ip neigh replace 10.0.1.\$((3 - WIREUP_VM_NODE)) lladdr 52:54:00:10:01:0\$((3 - WIREUP_VM_NODE)) dev eth0 nud permanent; $HERE/cm-watch.sh 45 >$D/$t.cm.\$WIREUP_VM_NODE 2>&1 </dev/null & sleep 0.5; tc qdisc add dev eth0 root netem loss 100% && date +%s.%N >$D/$t.cut.\$WIREUP_VM_NODE && { (sleep 10; tc qdisc del dev eth0 root; date +%s.%N >$D/$t.heal.\$WIREUP_VM_NODE) </dev/null >/dev/null 2>&1 & }"
-  printf '#!/bin/bash\n%s\n' "$cut" >"$D/$t.cut.sh"
+  # (after the address exchange, which goes through the shared directory, not the link). The
+  # neighbour entries are pinned first, so the REQs leave (and are dropped) at once and their
+  # resends show the CM's own timeout, not ARP's. Every MAD the kernel sends, resends
+  # included, is traced (tracepoint ib_mad:ib_mad_ib_send_mad) with its uptime stamp.
+  cat >"$D/$t.cut.sh" <<EOF
+#!/bin/bash
+n=\$WIREUP_VM_NODE p=\$((3 - WIREUP_VM_NODE))
+ip neigh replace 10.0.1.\$p lladdr 52:54:00:10:01:0\$p dev eth0 nud permanent
+T=/sys/kernel/tracing
+[ -d \$T/events ] || mount -t tracefs nodev \$T
+echo 0 >\$T/tracing_on; echo >\$T/trace; echo 1 >\$T/events/ib_mad/ib_mad_ib_send_mad/enable; echo 1 >\$T/tracing_on
+tc qdisc add dev eth0 root netem loss 100% || exit 1
+cut -d' ' -f1 /proc/uptime >$D/$t.cut.\$n
+( sleep 10; tc qdisc del dev eth0 root; cut -d' ' -f1 /proc/uptime >$D/$t.heal.\$n ) </dev/null >/dev/null 2>&1 &
+EOF
   chmod +x "$D/$t.cut.sh"
   both "$t" --per-node 2 --lanes 1 --timeout-s 200 --before-start "$D/$t.cut.sh"
   local rc=$?
-  on2 "$NETEM_CLEAR; ip neigh del 10.0.1.1 dev eth0"
-  eval "$NETEM_CLEAR; ip neigh del 10.0.1.2 dev eth0"
-  sleep 1
+  local grab='T=/sys/kernel/tracing; echo 0 >$T/events/ib_mad/ib_mad_ib_send_mad/enable; grep -o "[0-9.]*: ib_mad_ib_send_mad: .*tid 0x[0-9a-f]* attr_id 0x[0-9a-f]*" $T/trace'
+  on2 "$grab; $NETEM_CLEAR; ip neigh del 10.0.1.1 dev eth0" >"$D/$t.trace.2"
+  eval "$grab; $NETEM_CLEAR; ip neigh del 10.0.1.2 dev eth0" >"$D/$t.trace.1"
   local n
   for n in 1 2; do
     [ -f "$D/$t.cut.$n" ] || { echo "[twonode] FAILED: partition: node $n never cut the link"; rc=1; continue; }
-    echo "[twonode] partition: node $n: cut at 0, healed at $(dt "$(cat "$D/$t.cut.$n")" "$(cat "$D/$t.heal.$n" 2>/dev/null || echo 0)") s;" \
-         "REQ counters (t from the cut: sent retries rej_rx rep_rx):"
-    awk -v c="$(cat "$D/$t.cut.$n")" '{ printf "[twonode]   %+.3f %s %s %s %s\n", $1 - c, $2, $3, $4, $5 }' "$D/$t.cm.$n" | head -20
-    # The per-attempt CM timeout: the gaps between successive REQ retries during the cut.
-    awk -v c="$(cat "$D/$t.cut.$n")" 'NR > 1 && $3 > r { if (lt) printf "%.3f\n", $1 - lt; lt = $1 } { r = $3 }
-         NR == 1 { r = $3 }' "$D/$t.cm.$n" >"$D/$t.gaps.$n"
-    echo "[twonode] partition: node $n: intervals between REQ retries (s): $(tr '\n' ' ' <"$D/$t.gaps.$n")"
+    echo "[twonode] partition: node $n: link cut at 0 s, healed at $(dt "$(cat "$D/$t.cut.$n")" "$(cat "$D/$t.heal.$n" 2>/dev/null || echo 0)") s;" \
+         "every REQ sent more than once (attempt times, s from the cut; gaps between attempts):"
+    # Fields: "UPTIME: ib_mad_ib_send_mad: ... timeout MS ... tid X attr_id 0x10" (0x10 = REQ).
+    awk -v c="$(cat "$D/$t.cut.$n")" '$NF == "0x10" {
+        sub(":", "", $1); if ($1 + 0 < c - 1) next
+        tid = $(NF - 2); t[tid] = t[tid] sprintf(" %+.3f", $1 - c)
+        if (tid in last) g[tid] = g[tid] sprintf(" %.3f", $1 - last[tid]); last[tid] = $1; k[tid]++
+        for (i = 1; i <= NF; i++) if ($i == "timeout") to[tid] = $(i + 1) }
+      END { for (x in t) if (k[x] > 1) printf "[twonode]   REQ %s (MAD timeout %s ms): attempts at%s; gaps%s\n", x, to[x], t[x], g[x] }' \
+      "$D/$t.trace.$n" | tee "$D/$t.req.$n"
   done
+  grep -q gaps "$D/$t.req.1" "$D/$t.req.2" ||
+    { echo "[twonode] FAILED: partition: no REQ was resent across the cut (the cut did not bite?)"; rc=1; }
   return $rc
 }
 
