@@ -9,7 +9,7 @@
 #              the survivors must complete: stale-connection rejects (IB reason 10) retried
 #   partition  100% loss on the link (netem on both nodes) for 10 s from the start of a wireup
 #              of 2 x 2 ranks; it must complete; the REQ retry intervals are measured (cm-watch)
-#   loss       5% loss + 2 ms delay on the link, TWONODE_LOSS_RUNS (default 5) wireups of
+#   loss       5% loss + 2 ms delay on the link, TWONODE_LOSS_RUNS (default 3) wireups of
 #              2 x 4 ranks x 2 lanes; no pair lost, none paired wrongly
 # Prints "[twonode] ..." lines and a summary; exit 0 iff every case passed.
 set -uo pipefail
@@ -26,7 +26,7 @@ RANKS=$B/tests/twonode/twonode_ranks
 A2A=$B/tools/wireup_a2a
 CASES=("$@")
 ((${#CASES[@]})) || CASES=(a2a restart partition loss)
-LOSS_RUNS=${TWONODE_LOSS_RUNS:-5}
+LOSS_RUNS=${TWONODE_LOSS_RUNS:-3}
 LOG=$D/logs
 mkdir -p "$LOG"
 for f in "$RANKS" "$A2A"; do [ -x "$f" ] || { echo "[twonode] FAILED: $f is not built" >&2; exit 2; }; done
