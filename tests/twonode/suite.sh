@@ -2,6 +2,9 @@
 # tests/twonode/suite.sh BUILD [CASE...]: the two-node suite. Runs on node 1 of the pair
 # (scripts/vm/pair.sh) and drives node 2 through ssh over the link; every connection crosses
 # the virtual link between the two kernels. Cases (default: all, in this order):
+#   conformance  the conformance cases that take two ends (twonode_conformance), the listener
+#              on node 2, the active end on node 1: ext-QP flow with whole private data, SENDs
+#              and the DREQ/DREP rule; REJ 28 with private data; REJ 8; ECE both ways
 #   a2a        wireup_a2a under mpirun with a hostfile-like --host list: 2 x 2 and 2 x 4 ranks,
 #              lanes 1 and 4; every connection checked (QPN cross-check, a SEND both ways)
 #   restart    2 x 4 ranks x 2 lanes wired up; node 2 loses power (no DREQ) while node 1 keeps
@@ -23,13 +26,14 @@ D=${WIREUP_VM_PAIR_DIR:?suite.sh runs on node 1 of scripts/vm/pair.sh}
 SSH=$WIREUP_VM_PAIR_SSH
 N2=10.0.1.2
 RANKS=$B/tests/twonode/twonode_ranks
+CONF=$B/tests/twonode/twonode_conformance
 A2A=$B/tools/wireup_a2a
 CASES=("$@")
-((${#CASES[@]})) || CASES=(a2a restart partition loss)
+((${#CASES[@]})) || CASES=(conformance a2a restart partition loss)
 LOSS_RUNS=${TWONODE_LOSS_RUNS:-3}
 LOG=$D/logs
 mkdir -p "$LOG"
-for f in "$RANKS" "$A2A"; do [ -x "$f" ] || { echo "[twonode] FAILED: $f is not built" >&2; exit 2; }; done
+for f in "$RANKS" "$A2A" "$CONF"; do [ -x "$f" ] || { echo "[twonode] FAILED: $f is not built" >&2; exit 2; }; done
 
 on2() { "$SSH" "$N2" "$@"; }
 now() { date +%s.%N; }
@@ -49,6 +53,23 @@ both() {
   ((r1 == 0 && r2 == 0))
 }
 NETEM_CLEAR="tc qdisc del dev eth0 root 2>/dev/null; true"
+
+case_conformance() {
+  local c=$D/conformance.$$
+  mkdir -p "$c"
+  on2 "TWONODE_ROLE=server TWONODE_DIR=$c $CONF --gtest_color=no" >"$LOG/conformance.2" 2>&1 &
+  local p2=$!
+  TWONODE_ROLE=client TWONODE_DIR=$c "$CONF" --gtest_color=no >"$LOG/conformance.1" 2>&1
+  local r1=$?
+  wait "$p2"
+  local r2=$?
+  local n
+  for n in 1 2; do
+    grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|error:|Expected|Which is|Value of' "$LOG/conformance.$n" |
+      sed "s/^/[twonode]   node $n ($([ $n = 1 ] && echo active || echo passive)): /"
+  done
+  ((r1 == 0 && r2 == 0))
+}
 
 case_a2a() {
   local np lanes fails=0
