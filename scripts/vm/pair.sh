@@ -64,9 +64,15 @@ D=$SHARE/.wireup-pair/$ID
 mkdir -p "$D"
 PIDS=()
 # shellcheck disable=SC2317  # invoked by the trap
+tree() {  # tree PID: PID and its descendants, children first
+  local c
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$c"; done
+  echo "$1"
+}
 cleanup() {
   local p
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  # Interrupted: end both guests (the qemu processes under each run.sh) and the node loops.
+  for p in "${PIDS[@]}"; do kill -TERM $(tree "$p") 2>/dev/null || true; done
   rm -rf "$D"
   rmdir "$SHARE/.wireup-pair" 2>/dev/null || true
 }
