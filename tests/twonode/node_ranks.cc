@@ -6,6 +6,7 @@
 //
 //   twonode_ranks --dir D --node N --round R --per-node K [--lanes L] [--timeout-s S]
 //                 [--before-start CMD] [--hold-until FILE] [--then ROUND2]... [--linger-s S]
+//                 [--align-qpns RESFILE]
 //
 // Ranks: node 1 holds 0..K-1, node 2 K..2K-1. For round R the node writes D/R.addr.N (its
 // ranks' addresses), waits for the other node's, runs CMD (e.g. netem on the link), wires up
@@ -15,12 +16,17 @@
 // alive (progressing, counting their steady events) until FILE exists; each --then runs one
 // more round with new engines while the earlier rounds' are still open (their kernel CM state
 // is what a node that lost its peer keeps); --linger-s progresses every engine that long at the
-// end. Prints "[twonode] ..." lines (rejects by reason, retries, attempts, time) and one verdict
+// end. --align-qpns (a node that rebooted): before the first round, QPs are created and
+// destroyed until the next QPN is the lowest local QPN this node had in RESFILE (an earlier
+// round's results), so that the new connections reuse the old QPNs as a rebooted node's do
+// whatever ran before the old round. Prints "[twonode] ..." lines (rejects by reason, retries, attempts, time) and one verdict
 // line per round; the exit status has bit i set if round i (0 = --round) failed a check, 64 for
 // bad usage or no device.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -42,7 +48,7 @@ using wireup::vmfaults::Rank;
 namespace {
 
 struct Args {
-  std::string dir, round, before_start, hold_until;
+  std::string dir, round, before_start, hold_until, align_qpns;
   std::vector<std::string> then;
   uint32_t node = 0, per_node = 0, lanes = 1;
   int timeout_s = 120, linger_s = 0;
@@ -205,6 +211,28 @@ void steady_counts(const std::string& name, uint32_t node, const std::vector<Ran
   std::printf("[twonode] round %s node %u: steady events {%s }\n", name.c_str(), node, s.c_str());
 }
 
+// Creates and destroys QPs on the first device until the next one gets `target` (rxe hands QPNs
+// out cyclically). Returns the QPNs burned, or -1 if the allocator is already past `target`.
+long align_qpns(prov::Provider& p, uint32_t target) {
+  auto devs = p.devices();
+  if (!devs || devs->empty()) return -1;
+  auto pd = (*devs)[0]->alloc_pd();
+  if (!pd) return -1;
+  auto cq = (*devs)[0]->create_cq(4, false);
+  if (!cq) return -1;
+  for (long burned = 0; burned < 1'000'000; ++burned) {
+    prov::QpInitAttr init;
+    init.send_cq = init.recv_cq = cq->get();
+    init.caps.max_send_wr = init.caps.max_recv_wr = 1;
+    auto qp = (*pd)->create_qp(init);
+    if (!qp) return -1;
+    const uint32_t n = (*qp)->qpn();
+    if (n + 1 == target) return burned + 1;
+    if (n + 1 > target) return -1;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -220,6 +248,7 @@ int main(int argc, char** argv) {
     else if (k == "--linger-s") a.linger_s = std::stoi(v);
     else if (k == "--before-start") a.before_start = v;
     else if (k == "--hold-until") a.hold_until = v;
+    else if (k == "--align-qpns") a.align_qpns = v;
     else if (k == "--then") a.then.push_back(v);
     else return std::fprintf(stderr, "twonode_ranks: unknown option %s\n", k.c_str()), 64;
   }
@@ -231,6 +260,19 @@ int main(int argc, char** argv) {
   auto p = prov::create_rdma_provider();
   if (!p) return std::printf("[twonode] FAILED: %s\n", p.error().message().c_str()), 64;
 
+  if (!a.align_qpns.empty()) {
+    std::ifstream in(a.align_qpns);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    ConnMap old;
+    parse_results(ss.str(), old);
+    uint32_t lowest = UINT32_MAX;
+    for (auto& [k, v] : old) lowest = std::min(lowest, std::get<1>(v));
+    const long burned = lowest == UINT32_MAX ? -1 : align_qpns(**p, lowest);
+    std::printf("[twonode] node %u: %s (lowest QPN of %s: %u)\n", a.node,
+                burned < 0 ? "NOT aligned: the QPN allocator is already past it" : ("aligned: " + std::to_string(burned) + " QPNs skipped").c_str(),
+                a.align_qpns.c_str(), lowest);
+  }
   std::vector<std::vector<Rank>> rounds(1 + a.then.size());
   std::vector<std::string> names{a.round};
   names.insert(names.end(), a.then.begin(), a.then.end());
