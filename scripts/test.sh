@@ -59,7 +59,8 @@ if [ "${TEST_TWONODE:-1}" != 0 ] && (($# == 0)); then
   twonode_rc=$part_rc twonode_secs=$part_secs
   if [ -f "$tn_inner" ]; then
     echo "test.sh: across the pair:"
-    grep -E '\[twonode\] (=====|summary|  |partition|restart|loss)|pair: node' "$tn_inner" | sed 's/^/  pair| /' || true
+    grep -E '\[twonode\] (===== .*: |  [a-z0-9]+ +(ok|FAILED) )|KNOWN|FAILED|pair: node|loss: [0-9]|restart: (node|rounds)|REQ 0x' "$tn_inner" |
+      sed 's/^/  pair| /' || true
   fi
 fi
 

@@ -72,6 +72,7 @@ tree() {  # tree PID: PID and its descendants, children first
 cleanup() {
   local p
   # Interrupted: end both guests (the qemu processes under each run.sh) and the node loops.
+  # shellcheck disable=SC2046  # one pid per word
   for p in "${PIDS[@]}"; do kill -TERM $(tree "$p") 2>/dev/null || true; done
   rm -rf "$D"
   rmdir "$SHARE/.wireup-pair" 2>/dev/null || true
