@@ -25,9 +25,10 @@
 #include "provider/sim/mesh.h"
 #include "qp/factory.h"
 #include "wireup/engine.h"
+#include "wireup/options.h"
 #include "wireup/plan.h"
 #include "wireup/private_data.h"
-#include "wireup/sim_drive.h"
+#include "testsupport/sim_drive.h"
 
 
 namespace wireup {
@@ -55,7 +56,7 @@ std::unique_ptr<EngineJob> make_job(SimFabric& fab, uint32_t n, uint32_t lanes, 
   auto job = std::make_unique<EngineJob>();
   std::vector<Peer> table;
   for (uint32_t i = 0; i < n; ++i) {
-    EngineOptions o;
+    EngineOptions o = engine_defaults();
     o.rank = i;
     o.nranks = n;
     o.lanes = lanes;

@@ -7,6 +7,8 @@ PKGS=(
   build-essential cmake pkg-config ninja-build
   libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
   libhwloc-dev hwloc-nox
+  # hwloc.pc's Libs.private: `pkg-config --static --libs wireup` (tests/install) links -ludev
+  libudev-dev
   libtomlplusplus-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   openmpi-bin libopenmpi-dev

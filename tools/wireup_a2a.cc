@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
     // Under mpirun every rank sees the same bad command line: let one of them say so.
     const char* r = std::getenv("OMPI_COMM_WORLD_RANK");
     if (r == nullptr || std::strcmp(r, "0") == 0)
-      std::fprintf(stderr, "wireup_a2a: %s\n(try --help)\n", o.error().detail.c_str());
+      std::fprintf(stderr, "wireup_a2a: %s\n(try --help)\n", o.error().c_str());
     return 2;
   }
   if (o->provider == "sim") return run_sim(*o);

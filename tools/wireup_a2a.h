@@ -1,12 +1,17 @@
 // wireup_a2a, the all-to-all runner: connects every pair of ranks with `lanes` connections
 // through the wireup engine, checks every connection, and summarises the job.
 //
+// This header and the files of the rdma path see include/wireup/ and nothing of src/ (the
+// build compiles them without src/ on the include path).
+//
 // Files:
 //   wireup_a2a.cc          main(): options, then the MPI or the sim driver
 //   wireup_a2a_options.cc  command line -> Options
-//   wireup_a2a_setup.cc    config, device and listen address, one rank's engine
-//   wireup_a2a_mpi.cc      one rank per process under mpirun (provider rdma)
-//   wireup_a2a_sim.cc      N virtual ranks in one process on the sim fabric
+//   wireup_a2a_mpi.cc      one rank per process under mpirun (provider rdma), through the
+//                          public API only (include/wireup/wireup.hpp), as a transport would
+//   wireup_a2a_verbs.cc    that rank's own PD, CQ and QPs (libibverbs) and its report
+//   wireup_a2a_sim.cc      N virtual ranks in one process on the sim fabric (internals:
+//   wireup_a2a_sim_setup.cc  wireup_a2a_sim.h; the sim is not part of the public API)
 //   wireup_a2a_check.cc    the QPN cross-check and the SEND both ways, per rank
 //   wireup_a2a_report.cc   what one rank contributes to the summary, and its wire format
 //   wireup_a2a_summary.cc  the job summary: human text and --json
@@ -22,12 +27,36 @@
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
-#include "config/config.h"
-#include "qp/factory.h"
-#include "wireup/engine.h"
+#include "wireup/wireup.h"
 
 namespace wireup::a2a {
+
+// A value, or the sentence saying why there is none.
+template <class T>
+class Expected {
+ public:
+  Expected(T v) : v_(std::move(v)) {}  // NOLINT: implicit, as a return value
+  static Expected failure(std::string why) {
+    Expected e;
+    e.why_ = std::move(why);
+    return e;
+  }
+  explicit operator bool() const { return v_.has_value(); }
+  T& operator*() { return *v_; }
+  const T& operator*() const { return *v_; }
+  T* operator->() { return &*v_; }
+  const T* operator->() const { return &*v_; }
+  const std::string& error() const { return why_; }
+
+ private:
+  Expected() = default;
+  std::optional<T> v_;
+  std::string why_;
+};
+// "" when a step worked, else why it did not.
+using Problem = std::string;
+
+inline constexpr size_t kPhases = WIREUP_PHASE_COUNT;
 
 // ---- options (wireup_a2a_options.cc) ------------------------------------------------------
 struct Options {
@@ -36,8 +65,8 @@ struct Options {
   std::string sim_latency = "hardware";      // --latency: hardware | rxe_vm | zero
   uint64_t sim_seed = 1;
   std::string config_file;                   // --config; empty = WIREUP_CONFIG, search path
-  std::vector<config::Override> overrides;   // --lanes, --set, --wireup-timeout-ms
-  std::string addr;                          // --addr; empty = the chosen device's IPv4
+  std::vector<std::string> overrides;        // "section.key=value": --lanes, --set, --wireup-timeout-ms
+  std::string addr;                          // --addr; empty = found from the device's port
   bool json = false;
   bool verify = true;
   bool progress = true;
@@ -49,31 +78,8 @@ struct Options {
 };
 
 extern const char* const kUsage;
-// The options, or an invalid_argument error whose detail names the offending option.
-Result<Options> parse_options(int argc, char** argv);
-
-// ---- one rank's setup (wireup_a2a_setup.cc) -----------------------------------------------
-Result<config::Config> load_config(const Options& o);
-
-struct Endpoint {
-  prov::Device* device = nullptr;
-  prov::SockAddr listen;  // port 0
-  std::string how;        // "rxe0 (netdev dummy0), 10.0.0.1" — for errors and the summary
-};
-// The device (config include/exclude, ACTIVE port, topology ranking) and the address to listen
-// on: --addr, else the first IPv4 address of the device's netdev.
-Result<Endpoint> choose_endpoint(prov::Provider& p, const config::Settings& s, const Options& o);
-
-// What a rank's engine needs besides the options: the QP factory that owns PD and CQ.
-using LaneSet = std::set<std::pair<uint32_t, uint32_t>>;  // (peer, lane)
-struct RankEngine {
-  std::unique_ptr<qp::DefaultQpFactory> factory;  // declared first: outlives the engine's QPs
-  std::unique_ptr<Engine> engine;
-  // Established lanes the peer disconnected (steady channel), e.g. because its process died.
-  std::shared_ptr<LaneSet> disconnected = std::make_shared<LaneSet>();
-};
-Result<RankEngine> make_engine(prov::Provider& p, const config::Settings& s, uint32_t rank,
-                               uint32_t nranks, const prov::SockAddr& listen, uint64_t job_key);
+// The options, or the sentence naming the offending option.
+Expected<Options> parse_options(int argc, char** argv);
 
 // ---- per-rank checks (wireup_a2a_check.cc) ------------------------------------------------
 // What a rank recorded for one (peer, lane): its own QPN and the peer's as the CM carried it;
@@ -82,8 +88,6 @@ struct QpnPair {
   uint32_t local = 0;
   uint32_t remote = 0;
 };
-// Table indexed [peer * lanes + lane] over every rank of the job.
-std::vector<QpnPair> qpn_table(const Engine& e, uint32_t nranks, uint32_t lanes);
 
 struct CheckCounts {
   uint64_t qpn_ok = 0;        // both sides established, QPNs crossed
@@ -101,27 +105,46 @@ struct CheckCounts {
 void cross_check(uint32_t me, uint32_t peer, uint32_t lane, QpnPair mine, QpnPair theirs,
                  CheckCounts& c);
 
+// One established connection as the SEND check sees it.
+struct DataLane {
+  uint32_t peer = 0, lane = 0, local_qpn = 0;
+};
+struct Completion {
+  uint64_t wr_id = 0;
+  int status = 0;  // 0 = success (IBV_WC_SUCCESS)
+  uint32_t byte_len = 0;
+  uint32_t qp_num = 0;
+};
+// The verbs a DataCheck needs, on whatever owns the QPs: the transport's own (verbs) or the
+// sim provider's. Each returns "" or why it failed.
+class DataPath {
+ public:
+  virtual ~DataPath() = default;
+  virtual Problem register_buffer(char* buf, size_t len) = 0;
+  virtual Problem post_recv(size_t lane_index, uint64_t wr_id, char* addr, uint32_t len) = 0;
+  virtual Problem post_send(size_t lane_index, uint64_t wr_id, const char* addr, uint32_t len) = 0;
+  // Up to n completions into wc; -1 on failure (error says why).
+  virtual int poll(Completion* wc, int n, Problem& error) = 0;
+};
+
 // The SEND both ways for one rank: one receive per connection, then one SEND per connection
-// carrying "<sender rank>:<lane>", then poll the factory's CQ.
+// carrying "<sender rank>:<lane>", then poll the shared CQ.
 class DataCheck {
  public:
-  // Connections to peers outside `skip` (dead ranks) take part.
-  DataCheck(Engine& e, qp::DefaultQpFactory& f, uint32_t my_rank, const std::set<uint32_t>& skip);
-  Status post_recvs();
-  Status post_sends();
+  DataCheck(std::vector<DataLane> lanes, DataPath& path, uint32_t my_rank);
+  Problem post_recvs();
+  Problem post_sends();
   // Polls once; true when every completion arrived.
-  Result<bool> poll(CheckCounts& c);
+  Expected<bool> poll(CheckCounts& c);
   // Whatever is still missing is counted as data_bad.
   void give_up(CheckCounts& c);
-  size_t size() const { return conns_.size(); }
+  size_t size() const { return lanes_.size(); }
 
  private:
-  std::vector<const ConnResult*> conns_;
-  qp::DefaultQpFactory& factory_;
+  std::vector<DataLane> lanes_;
+  DataPath& path_;
   uint32_t me_;
   std::vector<char> buf_;
-  std::unique_ptr<prov::Mr> mr_;
-  prov::Cq* cq_ = nullptr;
   std::vector<uint8_t> got_recv_, got_send_;
   size_t recvs_ = 0, sends_ = 0;
 };
@@ -138,17 +161,16 @@ struct RankReport {
   uint64_t connects_started = 0, retries = 0, failed = 0, superseded = 0, strangers = 0, events = 0;
   std::map<int, uint64_t> rejects_received;
   std::map<std::string, uint64_t> rejects_sent, failures, ece_outcomes;
-  std::array<std::vector<int64_t>, static_cast<size_t>(Phase::count_)> samples;  // ns
+  std::array<std::vector<int64_t>, kPhases> samples;  // ns, by wireup_phase_t
   // peer -> failure kind ("rejected(35)", "timed_out", ...) -> lanes; the established lanes of
   // a dead peer are there too, as "disconnected" (its DREQ arrived) or "lost" (not yet)
   std::map<uint32_t, std::map<std::string, uint64_t>> errors_by_peer;
   CheckCounts check;
 };
 
-RankReport make_report(uint32_t rank, const RankEngine& re, double wireup_s, const std::set<uint32_t>& dead);
 // A line-oriented text form, so that MPI can gather reports of any size.
 std::string serialize(const RankReport& r);
-Result<RankReport> deserialize(std::string_view text);
+Expected<RankReport> deserialize(std::string_view text);
 
 // ---- the job summary (wireup_a2a_summary.cc) ----------------------------------------------
 struct JobInfo {
@@ -174,7 +196,7 @@ struct Summary {
   uint64_t failed = 0;             // planned - connections
   uint64_t lost = 0;               // established, then the peer died
   double conn_per_s = 0;
-  std::array<PhaseStats, static_cast<size_t>(Phase::count_)> phases{};
+  std::array<PhaseStats, kPhases> phases{};
   uint64_t connects_started = 0, retries = 0, strangers = 0, superseded = 0, events = 0;
   std::map<int, uint64_t> rejects_received;
   std::map<std::string, uint64_t> rejects_sent, failures, ece_outcomes;

@@ -1,5 +1,6 @@
 // Checking what the engine built: the QPN cross-check and a SEND both ways on every connection.
 // Both are per rank; the drivers exchange what they need (MPI_Alltoall, or in-process).
+#include <algorithm>
 #include <cstdio>
 
 #include "wireup_a2a.h"
@@ -22,13 +23,6 @@ std::string hex(uint32_t v) {
 
 void CheckCounts::problem(std::string s) {
   if (problems.size() < kMaxProblems) problems.push_back(std::move(s));
-}
-
-std::vector<QpnPair> qpn_table(const Engine& e, uint32_t nranks, uint32_t lanes) {
-  std::vector<QpnPair> t(size_t(nranks) * lanes);
-  for (const ConnResult& c : e.results())
-    if (c.peer < nranks && c.lane < lanes) t[size_t(c.peer) * lanes + c.lane] = {c.local_qpn, c.remote_qpn};
-  return t;
 }
 
 void cross_check(uint32_t me, uint32_t peer, uint32_t lane, QpnPair mine, QpnPair theirs, CheckCounts& c) {
@@ -56,60 +50,47 @@ void cross_check(uint32_t me, uint32_t peer, uint32_t lane, QpnPair mine, QpnPai
   }
 }
 
-DataCheck::DataCheck(Engine& e, qp::DefaultQpFactory& f, uint32_t my_rank, const std::set<uint32_t>& skip)
-    : factory_(f), me_(my_rank) {
-  for (const ConnResult& c : e.results())
-    if (c.qp != nullptr && !skip.count(c.peer)) conns_.push_back(&c);
-  got_recv_.assign(conns_.size(), 0);
-  got_send_.assign(conns_.size(), 0);
+DataCheck::DataCheck(std::vector<DataLane> lanes, DataPath& path, uint32_t my_rank)
+    : lanes_(std::move(lanes)), path_(path), me_(my_rank) {
+  got_recv_.assign(lanes_.size(), 0);
+  got_send_.assign(lanes_.size(), 0);
 }
 
-Status DataCheck::post_recvs() {
-  if (conns_.empty()) return Status::ok();
-  prov::Device& dev = conns_[0]->qp->device();
-  prov::Pd* pd = factory_.pd(dev);
-  cq_ = factory_.cq(dev);
-  if (pd == nullptr || cq_ == nullptr)
-    return Error::make(ErrorCode::invalid_state, "DataCheck", "the QP factory has no PD/CQ on " + dev.info().name);
-  buf_.assign(conns_.size() * kSlot, 0);
-  auto mr = pd->reg_mr(buf_.data(), buf_.size(), prov::access::local_write);
-  if (!mr) return mr.error();
-  mr_ = std::move(mr).value();
-  for (size_t i = 0; i < conns_.size(); ++i) {
-    prov::Sge sge{reinterpret_cast<uint64_t>(buf_.data() + i * kSlot + kRecvOffset), kSlot - kRecvOffset,
-                  mr_->lkey()};
-    if (Status s = conns_[i]->qp->post_recv(i, sge); !s)
-      return Error(s.error()).with_peer("rank " + std::to_string(conns_[i]->peer));
-  }
-  return Status::ok();
+Problem DataCheck::post_recvs() {
+  if (lanes_.empty()) return {};
+  buf_.assign(lanes_.size() * kSlot, 0);
+  if (Problem p = path_.register_buffer(buf_.data(), buf_.size()); !p.empty()) return p;
+  for (size_t i = 0; i < lanes_.size(); ++i)
+    if (Problem p = path_.post_recv(i, i, buf_.data() + i * kSlot + kRecvOffset, kSlot - kRecvOffset); !p.empty())
+      return p;
+  return {};
 }
 
-Status DataCheck::post_sends() {
-  for (size_t i = 0; i < conns_.size(); ++i) {
+Problem DataCheck::post_sends() {
+  for (size_t i = 0; i < lanes_.size(); ++i) {
     char* slot = buf_.data() + i * kSlot;
-    const int len = std::snprintf(slot, kRecvOffset, "%u:%u", me_, conns_[i]->lane);
-    prov::Sge sge{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(len), mr_->lkey()};
-    if (Status s = conns_[i]->qp->post_send(kSendBase + i, sge, true); !s)
-      return Error(s.error()).with_peer("rank " + std::to_string(conns_[i]->peer));
+    const int len = std::snprintf(slot, kRecvOffset, "%u:%u", me_, lanes_[i].lane);
+    if (Problem p = path_.post_send(i, kSendBase + i, slot, static_cast<uint32_t>(len)); !p.empty()) return p;
   }
-  return Status::ok();
+  return {};
 }
 
-Result<bool> DataCheck::poll(CheckCounts& c) {
+Expected<bool> DataCheck::poll(CheckCounts& c) {
   c.data_checked = true;
-  if (recvs_ == conns_.size() && sends_ == conns_.size()) return true;
-  prov::WorkCompletion wc[64];
-  auto got = cq_->poll(wc);
-  if (!got) return got.error();
-  for (int k = 0; k < *got; ++k) {
+  if (recvs_ == lanes_.size() && sends_ == lanes_.size()) return true;
+  Completion wc[64];
+  Problem error;
+  const int got = path_.poll(wc, 64, error);
+  if (got < 0) return Expected<bool>::failure(error);
+  for (int k = 0; k < got; ++k) {
     const bool is_send = wc[k].wr_id >= kSendBase;
     const size_t i = is_send ? wc[k].wr_id - kSendBase : wc[k].wr_id;
-    if (i >= conns_.size()) {
+    if (i >= lanes_.size()) {
       ++c.data_bad;
       c.problem("rank " + std::to_string(me_) + ": completion with unknown wr_id " + std::to_string(wc[k].wr_id));
       continue;
     }
-    const ConnResult& r = *conns_[i];
+    const DataLane& r = lanes_[i];
     const std::string what = "rank " + std::to_string(me_) + " <- rank " + std::to_string(r.peer) + " lane " +
                              std::to_string(r.lane) + " (qpn " + hex(r.local_qpn) + ")";
     std::vector<uint8_t>& seen = is_send ? got_send_ : got_recv_;
@@ -137,16 +118,16 @@ Result<bool> DataCheck::poll(CheckCounts& c) {
     }
     ++c.recv_ok;
   }
-  return recvs_ == conns_.size() && sends_ == conns_.size();
+  return recvs_ == lanes_.size() && sends_ == lanes_.size();
 }
 
 void DataCheck::give_up(CheckCounts& c) {
-  for (size_t i = 0; i < conns_.size(); ++i) {
+  for (size_t i = 0; i < lanes_.size(); ++i) {
     for (bool is_send : {false, true}) {
       if ((is_send ? got_send_ : got_recv_)[i]) continue;
       ++c.data_bad;
-      c.problem("rank " + std::to_string(me_) + " <- rank " + std::to_string(conns_[i]->peer) + " lane " +
-                std::to_string(conns_[i]->lane) + ": no " + (is_send ? "send" : "receive") +
+      c.problem("rank " + std::to_string(me_) + " <- rank " + std::to_string(lanes_[i].peer) + " lane " +
+                std::to_string(lanes_[i].lane) + ": no " + (is_send ? "send" : "receive") +
                 " completion before the deadline");
     }
   }

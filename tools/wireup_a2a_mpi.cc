@@ -1,6 +1,7 @@
 // The MPI driver: one rank per process, provider rdma. MPI is only the out-of-band channel
 // (job key, addresses, the checks' exchange, the reports); every connection goes through the
-// engine and the RDMA CM.
+// public API (wireup.hpp over wireup.h) and the RDMA CM, with QPs this process makes itself,
+// exactly as a transport links the library.
 //
 // A killed rank (--kill-rank) must not hang the others. Open MPI 4.1 has no ULFM, so a
 // communicator cannot be shrunk after a failure: the survivors' communicator is split off before
@@ -11,23 +12,23 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <stdexcept>
 
-#include "common/log.h"
-#include "wireup/address.h"
-#include "wireup_a2a.h"
+#include "wireup_a2a_rdma.h"
 
 namespace wireup::a2a {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kAddrSlot = 1 + kAddressBytesMax;  // length byte, then the address bytes
+constexpr size_t kAddrSlot = 1 + WIREUP_ADDRESS_MAX;  // length byte, then the address bytes
 constexpr auto kRoundEvery = std::chrono::milliseconds(200);
 constexpr auto kPrintEvery = std::chrono::seconds(1);
-// How long the loop sleeps in Engine::wait when there is nothing to do. The engine wakes at
+// How long the loop sleeps in Wireup::wait when there is nothing to do. The engine wakes at
 // once for a CM event or its own next timer, so this only bounds how late an MPI progress
 // round is noticed. Short sleeps are not free: in the TCG VM a wakeup (poll, progress, MPI_Test)
 // cost ~0.1 ms of CPU, and at 1-2 ms per sleep the ranks that were done or waiting took a
@@ -37,16 +38,29 @@ constexpr auto kIdleWait = std::chrono::milliseconds(20);
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Every rank says whether its step worked; one failure stops them all, each naming its reason.
-bool all_ok(MPI_Comm comm, int rank, const Status& st) {
-  int mine = st ? 1 : 0, all = 0;
-  if (!st) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", rank, st.message().c_str());
+bool all_ok(MPI_Comm comm, int rank, const Problem& p) {
+  int mine = p.empty() ? 1 : 0, all = 0;
+  if (!p.empty()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", rank, p.c_str());
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
   return all == 1;
 }
 
-uint64_t pick_job_key(const Options& o, const config::Settings& s) {
+// Runs `step`; what it throws (wireup::Exception, a verbs failure) becomes the rank's problem.
+template <class F>
+Problem attempt(F&& step) {
+  try {
+    step();
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+// --job-key, else 0 when the configuration has one (every rank's wireup_create takes its own),
+// else a random one from rank 0.
+uint64_t pick_job_key(const Options& o, wireup::Context& ctx) {
   if (o.job_key != 0) return o.job_key;
-  if (s.engine.job_key != 0) return s.engine.job_key;
+  if (ctx.config_value("engine.job_key") != "\"0x0\"") return 0;
   std::random_device rd;
   uint64_t k = 0;
   while (k == 0) k = (uint64_t(rd()) << 32) ^ rd();
@@ -62,10 +76,10 @@ void mpi_off_the_device() {
   setenv("OMPI_MCA_osc", "^ucx,rdma", 0);
 }
 
-struct Wireup {
+struct WireupRun {
   double seconds = 0;
   double user_s = 0, sys_s = 0;  // this process's CPU time meanwhile
-  Status error;
+  Problem error;
 };
 
 std::pair<double, double> cpu_seconds() {  // user, system
@@ -76,22 +90,23 @@ std::pair<double, double> cpu_seconds() {  // user, system
 }
 
 // The victim: wires up like everyone else and dies at the trigger, like a crashed process.
-[[noreturn]] void run_victim(const Options& o, Engine& e, int rank) {
+[[noreturn]] void run_victim(const Options& o, wireup::Wireup& e, int rank) {
   const auto t0 = Clock::now();
   for (;;) {
-    auto w = e.progress();
+    int work = 0;
+    const Problem failed = attempt([&] { work = e.progress(); });
     const double ms = since(t0) * 1e3;
-    const uint64_t up = e.stats().established_active + e.stats().established_passive;
+    const uint64_t up = e.result_count();
     const bool trigger = (o.kill_after_ms >= 0 && ms >= double(o.kill_after_ms)) ||
                          (o.kill_after_conns > 0 && up >= uint64_t(o.kill_after_conns));
-    if (trigger || e.done() || !w) {
+    if (trigger || e.done() || !failed.empty()) {
       std::fprintf(stderr, "[a2a] rank %d: _exit() %s after %.0f ms, %llu connections established (--kill-rank)\n",
                    rank, trigger ? "mid-wireup" : "at the end of wireup (the trigger never fired)", ms,
                    (unsigned long long)up);
       std::fflush(nullptr);
       _exit(137);
     }
-    if (*w == 0) (void)e.wait(std::chrono::milliseconds(1));
+    if (work == 0) (void)attempt([&] { e.wait(std::chrono::milliseconds(1)); });
   }
 }
 
@@ -99,11 +114,11 @@ std::pair<double, double> cpu_seconds() {  // user, system
 // ranks carry {established, retries, done}: they end the loop together and feed rank 0's
 // progress line. A rank that is done starts its next round at once, so the last one to finish
 // ends the loop without waiting out a round interval.
-Wireup run_wireup(const Options& o, Engine& e, MPI_Comm live, uint64_t planned) {
+WireupRun run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_t planned) {
   int lr = 0, ln = 0;
   MPI_Comm_rank(live, &lr);
   MPI_Comm_size(live, &ln);
-  Wireup out;
+  WireupRun out;
   const auto t0 = Clock::now();
   const auto cpu0 = cpu_seconds();
   auto last_round = t0 - kRoundEvery, last_print = t0;
@@ -114,20 +129,17 @@ Wireup run_wireup(const Options& o, Engine& e, MPI_Comm live, uint64_t planned) 
     // Progress goes on after this rank is done: the steady channel still reports peers that
     // disconnect (a rank that died, say) while the others finish.
     int work = 0;
-    if (out.error.is_ok()) {
-      auto w = e.progress();
-      if (!w) out.error = w.error();
-      work = w ? *w : 0;
-    }
-    if (!done && (!out.error.is_ok() || e.done())) {
+    if (out.error.empty()) out.error = attempt([&] { work = e.progress(); });
+    if (!done && (!out.error.empty() || e.done())) {
       done = true, out.seconds = since(t0);
       const auto cpu = cpu_seconds();
       out.user_s = cpu.first - cpu0.first, out.sys_s = cpu.second - cpu0.second;
     }
     const auto now = Clock::now();
     if (req == MPI_REQUEST_NULL && (done || now - last_round >= kRoundEvery)) {
-      send[0] = e.stats().established_active;
-      send[1] = e.stats().retries;
+      const wireup_counters_t c = e.counters();
+      send[0] = c.established_active;
+      send[1] = c.retries;
       send[2] = done ? 1 : 0;
       MPI_Iallreduce(send, recv, 3, MPI_UINT64_T, MPI_SUM, live, &req);
       last_round = now;
@@ -148,16 +160,19 @@ Wireup run_wireup(const Options& o, Engine& e, MPI_Comm live, uint64_t planned) 
         last_print = now, printed = true, shown = recv[0];
       }
     }
-    if (work == 0) (void)e.wait(kIdleWait);
+    if (work == 0 && out.error.empty()) out.error = attempt([&] { e.wait(kIdleWait); });
   }
   if (lr == 0 && printed && recv[0] != shown) progress_line(recv[0], planned, recv[1], since(t0));
   return out;
 }
 
 // QPN cross-check over MPI_Alltoall: to each live rank, what we recorded about it per lane.
-void qpn_exchange(Engine& e, MPI_Comm live, const std::vector<int>& world_of, uint32_t me, uint32_t nranks,
+void qpn_exchange(wireup::Wireup& e, MPI_Comm live, const std::vector<int>& world_of, uint32_t me, uint32_t nranks,
                   uint32_t lanes, CheckCounts& c) {
-  const std::vector<QpnPair> table = qpn_table(e, nranks, lanes);
+  // [peer * lanes + lane]: what this rank recorded; zeros where the lane is not established
+  std::vector<QpnPair> table(size_t(nranks) * lanes);
+  for (const wireup_result_t& r : e.results())
+    if (r.peer < nranks && r.lane < lanes) table[size_t(r.peer) * lanes + r.lane] = {r.local_qpn, r.remote_qpn};
   const size_t ln = world_of.size();
   std::vector<uint32_t> out(ln * lanes * 2), in(ln * lanes * 2);
   for (size_t j = 0; j < ln; ++j)
@@ -179,15 +194,16 @@ void qpn_exchange(Engine& e, MPI_Comm live, const std::vector<int>& world_of, ui
 
 // The SEND both ways: receives everywhere, a barrier so no SEND finds its receiver unready,
 // then the SENDs, then every completion or the deadline.
-Status data_exchange(const Options& o, RankEngine& re, MPI_Comm live, uint32_t me, const std::set<uint32_t>& dead,
-                     CheckCounts& c) {
-  DataCheck dc(*re.engine, *re.factory, me, dead);
-  Status posted = dc.post_recvs();
-  int ok = posted ? 1 : 0, all = 0;
+Problem data_exchange(const Options& o, RdmaRank& rr, MPI_Comm live, uint32_t me, const std::set<uint32_t>& dead,
+                      CheckCounts& c) {
+  VerbsDataPath path(rr, dead);
+  DataCheck dc(path.lanes(), path, me);
+  const Problem posted = dc.post_recvs();
+  int ok = posted.empty() ? 1 : 0, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, live);
-  if (!posted) return posted;
-  if (!all) return Status::ok();  // another rank could not post: it reports why
-  if (Status s = dc.post_sends(); !s) return s;
+  if (!posted.empty()) return posted;
+  if (!all) return {};  // another rank could not post: it reports why
+  if (Problem p = dc.post_sends(); !p.empty()) return p;
   const auto deadline = Clock::now() + std::chrono::duration<double>(o.verify_timeout_s);
   for (;;) {
     auto r = dc.poll(c);
@@ -199,40 +215,20 @@ Status data_exchange(const Options& o, RankEngine& re, MPI_Comm live, uint32_t m
     }
     usleep(100);
   }
-  return Status::ok();
-}
-
-// What a rank needs before wireup; any failure is the rank's own, reported by all_ok().
-struct RankSetup {
-  std::unique_ptr<prov::Provider> provider;
-  std::optional<config::Config> cfg;
-  Endpoint ep;
-};
-
-Status setup_rank(const Options& o, RankSetup& out) {
-  auto c = load_config(o);
-  if (!c) return c.error();
-  out.cfg = std::move(c).value();
-  auto p = prov::create_rdma_provider();
-  if (!p) return p.error();
-  out.provider = std::move(p).value();
-  auto e = choose_endpoint(*out.provider, out.cfg->settings(), o);
-  if (!e) return e.error();
-  out.ep = *e;
-  return Status::ok();
+  return {};
 }
 
 // MPI_Allgather of fixed-size slots: a length byte, then the engine's address bytes.
-std::vector<Peer> exchange_addresses(const Engine& e, int nranks) {
+std::vector<wireup::PeerAddress> exchange_addresses(const wireup::Wireup& e, int nranks) {
   std::vector<uint8_t> mine(kAddrSlot, 0), all(kAddrSlot * size_t(nranks));
   const std::vector<uint8_t> addr = e.local_address();
   mine[0] = uint8_t(addr.size());
   std::copy(addr.begin(), addr.end(), mine.begin() + 1);
   MPI_Allgather(mine.data(), int(kAddrSlot), MPI_BYTE, all.data(), int(kAddrSlot), MPI_BYTE, MPI_COMM_WORLD);
-  std::vector<Peer> peers;
+  std::vector<wireup::PeerAddress> peers;
   for (int r = 0; r < nranks; ++r) {
     const uint8_t* a = all.data() + size_t(r) * kAddrSlot;
-    peers.push_back(Peer{uint32_t(r), std::vector<uint8_t>(a + 1, a + 1 + std::min<size_t>(a[0], kAddressBytesMax))});
+    peers.push_back({uint32_t(r), std::vector<uint8_t>(a + 1, a + 1 + std::min<size_t>(a[0], WIREUP_ADDRESS_MAX))});
   }
   return peers;
 }
@@ -260,9 +256,9 @@ int summarize_job(const RankReport& rep, MPI_Comm live, const std::vector<int>& 
     for (int i = 0; i < ln; ++i) {
       auto r = deserialize(std::string_view(gathered).substr(size_t(offs[size_t(i)]), size_t(lens[size_t(i)])));
       if (!r)
-        std::fprintf(stderr, "wireup_a2a: report of rank %d: %s\n", world_of[size_t(i)], r.error().message().c_str());
+        std::fprintf(stderr, "wireup_a2a: report of rank %d: %s\n", world_of[size_t(i)], r.error().c_str());
       else
-        reports.push_back(std::move(r).value());
+        reports.push_back(std::move(*r));
     }
     Summary sum = summarize(job, reports);
     print_summary(sum, json);
@@ -294,34 +290,31 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   if (o.kill_rank >= 0) dead.insert(uint32_t(o.kill_rank));
 
   // --- setup: every rank's failure is reported, then all stop --------------------------------
-  RankSetup rs;
-  if (!all_ok(MPI_COMM_WORLD, wr, setup_rank(o, rs))) return MPI_Finalize(), 1;
-  const config::Settings& s = rs.cfg->settings();
-  uint64_t key = wr == 0 ? pick_job_key(o, s) : 0;
+  std::unique_ptr<RdmaRank> rr;
+  if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { rr = std::make_unique<RdmaRank>(o); }))) return MPI_Finalize(), 1;
+  uint64_t key = 0;
+  if (!all_ok(MPI_COMM_WORLD, wr, wr == 0 ? attempt([&] { key = pick_job_key(o, rr->context()); }) : Problem{}))
+    return MPI_Finalize(), 1;
   MPI_Bcast(&key, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  RankEngine re;
-  Status st;
-  if (auto made = make_engine(*rs.provider, s, uint32_t(wr), uint32_t(wn), rs.ep.listen, key); made)
-    re = std::move(made).value();
-  else
-    st = made.error();
-  if (!all_ok(MPI_COMM_WORLD, wr, st)) return MPI_Finalize(), 1;
-  if (!all_ok(MPI_COMM_WORLD, wr, re.engine->set_peers(exchange_addresses(*re.engine, wn))))
+  if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { rr->open(uint32_t(wr), uint32_t(wn), key); })))
+    return MPI_Finalize(), 1;
+  wireup::Wireup& wu = rr->wireup();
+  if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { wu.set_peers(exchange_addresses(wu, wn)); })))
     return MPI_Finalize(), 1;
 
   // --- wireup ----------------------------------------------------------------------------
-  const uint32_t lanes = uint32_t(s.engine.lanes);
+  const uint32_t lanes = rr->lanes();
   const uint64_t planned = uint64_t(wn) * uint64_t(wn - 1) / 2 * lanes;
   if (wr == 0 && !o.json)
     std::fprintf(stderr, "[a2a] %d ranks x %u lanes = %llu connections; rank 0 on %s\n", wn, lanes,
-                 (unsigned long long)planned, rs.ep.how.c_str());
+                 (unsigned long long)planned, rr->context().listen_source().c_str());
   MPI_Barrier(MPI_COMM_WORLD);
-  Status started = re.engine->start();
-  if (victim) run_victim(o, *re.engine, wr);
-  Wireup w = run_wireup(o, *re.engine, live, planned);
-  if (w.error.is_ok()) (void)re.engine->progress();  // steady events that came meanwhile
-  if (!started.is_ok()) w.error = started.error();
-  if (!w.error.is_ok()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.message().c_str());
+  const Problem started = attempt([&] { wu.start(); });
+  if (victim) run_victim(o, wu, wr);
+  WireupRun w = run_wireup(o, wu, live, planned);
+  if (w.error.empty()) w.error = attempt([&] { (void)wu.progress(); });  // steady events that came meanwhile
+  if (!started.empty()) w.error = started;
+  if (!w.error.empty()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.c_str());
 
   // --- checks, among the live ranks --------------------------------------------------------
   int ln = 0;
@@ -330,21 +323,22 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   MPI_Allgather(&wr, 1, MPI_INT, world_of.data(), 1, MPI_INT, live);
   double wall = 0;
   MPI_Reduce(&w.seconds, &wall, 1, MPI_DOUBLE, MPI_MAX, 0, live);
-  RankReport rep = make_report(uint32_t(wr), re, w.seconds, dead);
+  RankReport rep;
+  if (Problem p = attempt([&] { rep = make_report(uint32_t(wr), *rr, w.seconds, dead); }); !p.empty())
+    rep.rank = uint32_t(wr), rep.check.problem("rank " + std::to_string(wr) + ": report: " + p), ++rep.check.errors;
   rep.user_s = w.user_s, rep.sys_s = w.sys_s;
-  if (!w.error.is_ok()) rep.check.problem("rank " + std::to_string(wr) + ": " + w.error.message()), ++rep.check.errors;
+  if (!w.error.empty()) rep.check.problem("rank " + std::to_string(wr) + ": " + w.error), ++rep.check.errors;
   if (o.verify) {
-    qpn_exchange(*re.engine, live, world_of, uint32_t(wr), uint32_t(wn), lanes, rep.check);
-    if (Status d = data_exchange(o, re, live, uint32_t(wr), dead, rep.check); !d)
-      rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d.message()), ++rep.check.errors;
+    qpn_exchange(wu, live, world_of, uint32_t(wr), uint32_t(wn), lanes, rep.check);
+    if (Problem d = data_exchange(o, *rr, live, uint32_t(wr), dead, rep.check); !d.empty())
+      rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d), ++rep.check.errors;
     MPI_Barrier(live);  // nobody tears down while a peer still polls
   }
   const int status = summarize_job(rep, live, world_of, JobInfo{uint32_t(wn), lanes, "rdma", "mpi", wall, o.verify, dead},
                                    o.json);
   std::fflush(nullptr);
-  (void)re.engine->close(std::chrono::seconds(2));
-  re.engine.reset();  // its QPs and ids before the factory's PD and CQ
-  re.factory.reset();
+  rr->close();  // disconnect (up to 2 s), then our QPs, CQ and PD
+  rr.reset();   // the context last
   if (!dead.empty()) _exit(status);  // MPI_Finalize would wait for the dead rank
   MPI_Comm_free(&live);
   MPI_Finalize();

@@ -20,9 +20,9 @@ const char* const kUsage =
     "                         /etc/wireup/wireup.toml); the environment still wins over it\n"
     "  --set KEY=VALUE        any configuration key, e.g. --set engine.connect_window=16\n"
     "  --wireup-timeout-ms T  give up on pairs not connected T ms after start\n"
-    "  --addr IP              listen address (default: the first IPv4 address of the chosen\n"
-    "                         device's netdev)\n"
-    "  --job-key HEX          the job's key (default: random, chosen by rank 0)\n"
+    "  --addr IP              listen address (default: from the chosen device's port: its RoCE\n"
+    "                         netdev or IPoIB interface, IPv4 first; `wireup_info` shows it)\n"
+    "  --job-key HEX          the job's key (default: engine.job_key, else random from rank 0)\n"
     "  --json                 one JSON object on stdout (the human summary goes to stderr)\n"
     "  --no-verify            skip the QPN cross-check and the SEND both ways\n"
     "  --no-progress          no progress line on stderr\n"
@@ -42,22 +42,25 @@ const char* const kUsage =
 
 namespace {
 
-Error bad(const std::string& what) { return Error::make(ErrorCode::invalid_argument, "wireup_a2a", what); }
+template <class T>
+Expected<T> bad(const std::string& what) {
+  return Expected<T>::failure(what);
+}
 
 template <class T>
-Result<T> number(const std::string& opt, const std::string& v, T min, int base = 10) {
+Expected<T> number(const std::string& opt, const std::string& v, T min, int base = 10) {
   T out{};
   std::string_view s = v;
   if (base == 16 && (s.starts_with("0x") || s.starts_with("0X"))) s.remove_prefix(2);
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || out < min)
-    return bad(opt + " " + v + ": expected a number >= " + std::to_string(min));
+    return bad<T>(opt + " " + v + ": expected a number >= " + std::to_string(min));
   return out;
 }
 
 }  // namespace
 
-Result<Options> parse_options(int argc, char** argv) {
+Expected<Options> parse_options(int argc, char** argv) {
   Options o;
   bool kill_when = false;
   for (int i = 1; i < argc; ++i) {
@@ -70,7 +73,7 @@ Result<Options> parse_options(int argc, char** argv) {
                                          with_value.count(arg.substr(0, eq))) {
       value = arg.substr(eq + 1), arg = arg.substr(0, eq);
     } else if (with_value.count(arg)) {
-      if (i + 1 >= argc) return bad(arg + " needs a value");
+      if (i + 1 >= argc) return bad<Options>(arg + " needs a value");
       value = argv[++i];
     }
     if (arg == "--json") o.json = true;
@@ -80,58 +83,58 @@ Result<Options> parse_options(int argc, char** argv) {
     else if (arg == "--addr") o.addr = value;
     else if (arg == "--lanes") {
       auto n = number<uint32_t>(arg, value, 1);
-      if (!n) return n.error();
-      o.overrides.push_back({"engine.lanes", value});
+      if (!n) return bad<Options>(n.error());
+      o.overrides.push_back("engine.lanes=" + value);
     } else if (arg == "--wireup-timeout-ms") {
       auto n = number<int64_t>(arg, value, 1);
-      if (!n) return n.error();
-      o.overrides.push_back({"engine.wireup_timeout_ms", value});
+      if (!n) return bad<Options>(n.error());
+      o.overrides.push_back("engine.wireup_timeout_ms=" + value);
     } else if (arg == "--set") {
       const size_t eq = value.find('=');
-      if (eq == std::string::npos || eq == 0) return bad("--set " + value + ": expected KEY=VALUE");
-      o.overrides.push_back({value.substr(0, eq), value.substr(eq + 1)});
+      if (eq == std::string::npos || eq == 0) return bad<Options>("--set " + value + ": expected KEY=VALUE");
+      o.overrides.push_back(value);
     } else if (arg == "--job-key") {
       auto k = number<uint64_t>(arg, value, 1, 16);
-      if (!k) return k.error();
+      if (!k) return bad<Options>(k.error());
       o.job_key = *k;
     } else if (arg == "--kill-rank") {
       auto n = number<int>(arg, value, 0);
-      if (!n) return n.error();
+      if (!n) return bad<Options>(n.error());
       o.kill_rank = *n;
     } else if (arg == "--kill-after-ms") {
       auto n = number<int64_t>(arg, value, 0);
-      if (!n) return n.error();
+      if (!n) return bad<Options>(n.error());
       o.kill_after_ms = *n, kill_when = true;
     } else if (arg == "--kill-after-conns") {
       auto n = number<int64_t>(arg, value, 1);
-      if (!n) return n.error();
+      if (!n) return bad<Options>(n.error());
       o.kill_after_conns = *n, kill_when = true;
     } else if (arg == "--verify-timeout-s") {
       auto n = number<int>(arg, value, 1);
-      if (!n) return n.error();
+      if (!n) return bad<Options>(n.error());
       o.verify_timeout_s = *n;
     } else if (arg == "--provider") {
-      if (value != "rdma" && value != "sim") return bad("--provider " + value + ": expected rdma or sim");
+      if (value != "rdma" && value != "sim") return bad<Options>("--provider " + value + ": expected rdma or sim");
       o.provider = value;
     } else if (arg == "--ranks") {
       auto n = number<uint32_t>(arg, value, 2);
-      if (!n) return n.error();
+      if (!n) return bad<Options>(n.error());
       o.sim_ranks = *n;
     } else if (arg == "--latency") {
       if (value != "hardware" && value != "rxe_vm" && value != "zero")
-        return bad("--latency " + value + ": expected hardware, rxe_vm or zero");
+        return bad<Options>("--latency " + value + ": expected hardware, rxe_vm or zero");
       o.sim_latency = value;
     } else if (arg == "--seed") {
       auto n = number<uint64_t>(arg, value, 0);
-      if (!n) return n.error();
+      if (!n) return bad<Options>(n.error());
       o.sim_seed = *n;
     } else {
-      return bad("unknown option " + arg);
+      return bad<Options>("unknown option " + arg);
     }
   }
-  if (o.provider == "sim" && o.sim_ranks == 0) return bad("--provider sim needs --ranks N");
-  if (o.provider != "sim" && o.sim_ranks != 0) return bad("--ranks is for --provider sim (under mpirun, use -np)");
-  if (kill_when && o.kill_rank < 0) return bad("--kill-after-ms/--kill-after-conns need --kill-rank");
+  if (o.provider == "sim" && o.sim_ranks == 0) return bad<Options>("--provider sim needs --ranks N");
+  if (o.provider != "sim" && o.sim_ranks != 0) return bad<Options>("--ranks is for --provider sim (under mpirun, use -np)");
+  if (kill_when && o.kill_rank < 0) return bad<Options>("--kill-after-ms/--kill-after-conns need --kill-rank");
   if (o.kill_rank >= 0 && !kill_when) o.kill_after_ms = 0;
   return o;
 }

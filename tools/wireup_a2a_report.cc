@@ -11,53 +11,11 @@
 namespace wireup::a2a {
 namespace {
 
-// "rejected(35)", "local_error(not_supported)", "timed_out": the kind, and what tells its cases apart.
-std::string failure_kind(const cm::Failure& f) {
-  if (f.kind == cm::FailKind::rejected) return "rejected(" + std::to_string(f.status) + ")";
-  if (f.kind == cm::FailKind::local_error) {
-    std::string code = to_string(f.error.code);  // "not supported": no blanks in a report field
-    std::replace(code.begin(), code.end(), ' ', '_');
-    return "local_error(" + code + ")";
-  }
-  return cm::to_string(f.kind);
-}
-
-Error malformed(const std::string& line) {
-  return Error::make(ErrorCode::protocol_error, "a2a::deserialize", "malformed report line \"" + line + "\"");
+Expected<RankReport> malformed(const std::string& line) {
+  return Expected<RankReport>::failure("a2a::deserialize: malformed report line \"" + line + "\"");
 }
 
 }  // namespace
-
-RankReport make_report(uint32_t rank, const RankEngine& re, double wireup_s, const std::set<uint32_t>& dead) {
-  const Engine& e = *re.engine;
-  RankReport r;
-  r.rank = rank;
-  r.wireup_s = wireup_s;
-  for (const ConnResult& c : e.results()) {
-    if (r.device.empty()) r.device = c.device;
-    if (dead.count(c.peer)) {
-      ++r.lost;
-      r.errors_by_peer[c.peer][re.disconnected->count({c.peer, c.lane}) ? "disconnected" : "lost"]++;
-    } else if (c.role == cm::Role::active) {
-      ++r.active_to_live;
-    }
-  }
-  r.planned = e.results().size() + e.errors().size();
-  const Stats& s = e.stats();
-  r.connects_started = s.connects_started;
-  r.retries = s.retries;
-  r.failed = s.failed;
-  r.superseded = s.superseded;
-  r.strangers = s.strangers;
-  r.events = s.events;
-  r.rejects_received = s.rejects_received;
-  r.rejects_sent = s.rejects_sent;
-  r.failures = s.failures;
-  r.ece_outcomes = s.ece_outcomes;
-  for (size_t p = 0; p < r.samples.size(); ++p) r.samples[p] = s.samples(static_cast<Phase>(p));
-  for (const PeerError& pe : e.errors()) r.errors_by_peer[pe.peer][failure_kind(pe.failure)]++;
-  return r;
-}
 
 std::string serialize(const RankReport& r) {
   std::ostringstream o;
@@ -94,7 +52,7 @@ std::string serialize(const RankReport& r) {
   return o.str();
 }
 
-Result<RankReport> deserialize(std::string_view text) {
+Expected<RankReport> deserialize(std::string_view text) {
   RankReport r;
   std::istringstream in{std::string(text)};
   std::string line;

@@ -6,8 +6,8 @@
 #include <unordered_map>
 
 #include "provider/sim/fabric.h"
-#include "wireup/sim_drive.h"
-#include "wireup_a2a.h"
+#include "testsupport/sim_drive.h"
+#include "wireup_a2a_sim.h"
 
 namespace wireup::a2a {
 namespace {
@@ -38,7 +38,8 @@ struct SimRank {
 Nanos done_at(const Engine& e, Nanos job_end) {
   if (!e.errors().empty() || e.results().empty()) return job_end;
   Nanos last{0};
-  for (const ConnResult& c : e.results()) last = std::max(last, c.timings.established);
+  for (const ConnResult& c : e.results())
+    if (!c.withdrawn) last = std::max(last, c.timings.established);
   return last;
 }
 
@@ -47,7 +48,8 @@ void cross_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead
   auto k = [](uint32_t peer, uint32_t lane) { return (uint64_t(peer) << 32) | lane; };
   for (size_t r = 0; r < ranks.size(); ++r)
     if (!dead.count(uint32_t(r)))
-      for (const ConnResult& c : ranks[r].re.engine->results()) seen[r][k(c.peer, c.lane)] = {c.local_qpn, c.remote_qpn};
+      for (const ConnResult& c : ranks[r].re.engine->results())
+        if (!c.withdrawn) seen[r][k(c.peer, c.lane)] = {c.local_qpn, c.remote_qpn};
   for (uint32_t a = 0; a < ranks.size(); ++a) {
     for (auto& [key, mine] : seen[a]) {
       const uint32_t b = uint32_t(key >> 32), lane = uint32_t(key);
@@ -62,15 +64,17 @@ void cross_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead
 }
 
 void data_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead, std::vector<CheckCounts>& out) {
+  std::vector<std::unique_ptr<EngineDataPath>> path(ranks.size());
   std::vector<std::unique_ptr<DataCheck>> dc(ranks.size());
   for (uint32_t r = 0; r < ranks.size(); ++r) {
     if (dead.count(r)) continue;
-    dc[r] = std::make_unique<DataCheck>(*ranks[r].re.engine, *ranks[r].re.factory, r, dead);
-    if (Status s = dc[r]->post_recvs(); !s) out[r].problem(s.message()), ++out[r].errors, dc[r].reset();
+    path[r] = std::make_unique<EngineDataPath>(ranks[r].re, dead);
+    dc[r] = std::make_unique<DataCheck>(path[r]->lanes(), *path[r], r);
+    if (Problem p = dc[r]->post_recvs(); !p.empty()) out[r].problem(p), ++out[r].errors, dc[r].reset();
   }
   for (uint32_t r = 0; r < ranks.size(); ++r)
     if (dc[r])
-      if (Status s = dc[r]->post_sends(); !s) out[r].problem(s.message()), ++out[r].errors;
+      if (Problem p = dc[r]->post_sends(); !p.empty()) out[r].problem(p), ++out[r].errors;
   // The simulated data path completes at once: every completion is there for the polling
   // (a poll takes at most 64).
   for (uint32_t r = 0; r < ranks.size(); ++r) {
@@ -78,7 +82,7 @@ void data_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead,
     bool complete = false;
     for (size_t pass = 0; pass < 2 * dc[r]->size() / 64 + 2 && !complete; ++pass) {
       auto p = dc[r]->poll(out[r]);
-      if (!p) out[r].problem(p.error().message()), ++out[r].errors;
+      if (!p) out[r].problem(p.error()), ++out[r].errors;
       complete = !p || *p;
     }
     if (!complete) dc[r]->give_up(out[r]);

@@ -35,12 +35,13 @@ std::string json_counts(const M& m) {
   return s + "}";
 }
 
+// IB CM reject reasons (IBTA vol. 1, table 112), as rdma_cm reports them in REJECTED's status.
 std::string reject_reason_name(int r) {
   switch (r) {
-    case prov::reject_reason::no_listener: return "8 (nothing listening)";
-    case prov::reject_reason::stale_conn: return "10 (stale connection)";
-    case prov::reject_reason::consumer: return "28 (rejected by the peer)";
-    case prov::reject_reason::vendor_option: return "35 (ECE option not supported)";
+    case 8: return "8 (nothing listening)";
+    case 10: return "10 (stale connection)";
+    case 28: return "28 (rejected by the peer)";
+    case 35: return "35 (ECE option not supported)";
     default: return std::to_string(r);
   }
 }
@@ -66,7 +67,7 @@ Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports) {
   s.job = job;
   s.planned = uint64_t(job.ranks) * (job.ranks - 1) / 2 * job.lanes;
   std::set<std::string> devices;
-  std::array<std::vector<int64_t>, static_cast<size_t>(Phase::count_)> all;
+  std::array<std::vector<int64_t>, kPhases> all;
   for (const RankReport& r : reports) {
     if (!r.device.empty()) devices.insert(r.device);
     s.connections += r.active_to_live;
@@ -150,7 +151,7 @@ std::string human(const Summary& s) {
     const PhaseStats& ph = s.phases[p];
     if (ph.n == 0) continue;
     char line[128];
-    std::snprintf(line, sizeof line, "  %-13s %6zu %10.1f %10.1f %10.1f\n", to_string(static_cast<Phase>(p)), ph.n,
+    std::snprintf(line, sizeof line, "  %-13s %6zu %10.1f %10.1f %10.1f\n", wireup_phase_name(static_cast<wireup_phase_t>(p)), ph.n,
                   ph.p50_us, ph.p99_us, ph.max_us);
     o += line;
   }
@@ -198,7 +199,7 @@ std::string to_json(const Summary& s) {
   for (size_t p = 0; p < s.phases.size(); ++p) {
     const PhaseStats& ph = s.phases[p];
     if (ph.n == 0) continue;
-    o += std::string(first ? "" : ",") + quote(to_string(static_cast<Phase>(p))) + ":{\"n\":" + std::to_string(ph.n) +
+    o += std::string(first ? "" : ",") + quote(wireup_phase_name(static_cast<wireup_phase_t>(p))) + ":{\"n\":" + std::to_string(ph.n) +
          ",\"p50\":" + fmt("%.1f", ph.p50_us) + ",\"p99\":" + fmt("%.1f", ph.p99_us) + ",\"max\":" +
          fmt("%.1f", ph.max_us) + "}";
     first = false;

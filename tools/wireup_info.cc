@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "host/local_rank.h"
 #include "wireup_info.h"
 
 namespace {
@@ -27,7 +28,11 @@ constexpr const char* kUsage =
     "  --gpu ID             rank for a GPU: OS device name (cuda0, nvml0, card0) or PCI bus id\n"
     "  --devices A[,B...]   the candidate devices (default: those present)\n"
     "  --local-rank N       the process's rank on its node (default: device.local_rank, then\n"
-    "                       OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID)\n"
+    "                       OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID,\n"
+    "                       PMIX_LOCAL_RANK; one that is set but not a number is an error)\n"
+    "  --sysfs DIR          per device and port of the sysfs tree DIR (/sys, or a layout captured\n"
+    "                       on another machine), the netdev it maps to, why, and the address\n"
+    "                       wireup would listen on (from DIR/ifaddrs if present, else this host's)\n"
     "  --config             print every configuration key, its effective value and its source\n"
     "  --check FILE         validate a tuning file: exit 0, or print every error and exit 1\n"
     "  --default-toml       print config/default.toml as generated from the parameter table\n"
@@ -68,11 +73,11 @@ int check(const std::string& path) {
 int main(int argc, char** argv) {
   info::ChoiceOptions choice;
   bool dump = false;
-  std::string check_path;
+  std::string check_path, sysfs;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     const bool takes_value = arg == "--topology" || arg == "--cpus" || arg == "--gpu" || arg == "--devices" ||
-                             arg == "--local-rank" || arg == "--check";
+                             arg == "--local-rank" || arg == "--check" || arg == "--sysfs";
     if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
       value = arg.substr(eq + 1), arg = arg.substr(0, eq);
     } else if (takes_value) {
@@ -83,22 +88,22 @@ int main(int argc, char** argv) {
     if (arg == "--default-toml") return std::fputs(config::default_toml().c_str(), stdout), 0;
     if (arg == "--config") dump = true;
     else if (arg == "--check") check_path = value;
+    else if (arg == "--sysfs") sysfs = value;
     else if (arg == "--topology") choice.topology = value;
     else if (arg == "--cpus") choice.cpus = value;
     else if (arg == "--gpu") choice.gpu = value;
     else if (arg == "--devices") choice.devices = split_commas(value);
     else if (arg == "--local-rank") {
-      int n = -1;
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size() || n < 0)
-        return usage_error("--local-rank " + value + ": expected a number >= 0");
-      choice.local_rank = n;
+      Result<int> n = host::parse_local_rank("--local-rank", value);
+      if (!n) return usage_error(n.error().message());
+      choice.local_rank = *n;
     } else {
       return usage_error("unknown option " + arg);
     }
   }
   // --check looks at the named file alone: the caller's environment must not change the verdict.
   if (!check_path.empty()) return check(check_path);
+  if (!sysfs.empty()) return info::print_sysfs(sysfs);
 
   config::LoadOptions opts;
   opts.env = config::process_environment();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "config/settings.h"
+#include "host/netdev.h"
 #include "topo/rank.h"
 
 namespace wireup::info {
@@ -25,6 +26,12 @@ int print_live_devices(const config::Settings& settings);
 // The candidates of this machine as the rank function wants them (name, PCI bus id, state of
 // the configured port), or the provider's error.
 Result<std::vector<topo::Candidate>> live_candidates(const config::Settings& settings);
+
+// Per device and port under `root` (a sysfs tree), the netdev it maps to, why, and the address.
+int print_sysfs(const std::string& root);
+// The netdev lines of one port (print_sysfs's body, reused by the live listing).
+void print_port_netdev(const std::string& root, const std::string& device, int port, const host::AddrLookup& addrs,
+                       const char* indent);
 
 // Explain which device this process (or the one described by opts) gets, and why.
 int explain_choice(const ChoiceOptions& opts, const config::Settings& settings);

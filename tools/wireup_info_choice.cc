@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "host/local_rank.h"
+
 #include "topo/topology.h"
 #include "wireup_info.h"
 
@@ -25,13 +27,6 @@ Result<std::vector<topo::Candidate>> candidates(const ChoiceOptions& opts, const
     out.push_back(std::move(c));
   }
   return out;
-}
-
-// The launcher's local rank when neither --local-rank nor device.local_rank gives one.
-std::pair<int, std::string> launcher_local_rank() {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMIX_LOCAL_RANK"})
-    if (const char* v = std::getenv(var)) return {std::atoi(v), std::string("env ") + var};
-  return {-1, "no --local-rank, device.local_rank or launcher variable"};
 }
 
 void print_placement(const char* what, const std::string& name, const topo::Placement& p) {
@@ -79,18 +74,14 @@ int explain_choice(const ChoiceOptions& opts, const config::Settings& s) {
     in.gpu = topo::Gpu{opts.gpu, *g};
     print_placement("gpu:", opts.gpu, *g);
   }
-  std::string rank_from = "--local-rank";
-  if (opts.local_rank) {
-    in.local_rank = *opts.local_rank;
-  } else if (s.device.local_rank >= 0) {
-    in.local_rank = s.device.local_rank, rank_from = "device.local_rank";
-  } else {
-    std::tie(in.local_rank, rank_from) = launcher_local_rank();
-  }
+  Result<host::LocalRank> lr = host::resolve_local_rank(opts.local_rank.value_or(-1), "--local-rank",
+                                                        s.device.local_rank, host::process_getenv());
+  if (!lr) return std::fprintf(stderr, "wireup_info: %s\n", lr.error().message().c_str()), 1;
+  in.local_rank = lr->value;
   if (in.local_rank >= 0)
-    std::printf("local rank: %d (%s)\n", in.local_rank, rank_from.c_str());
+    std::printf("local rank: %d (%s)\n", in.local_rank, lr->source.c_str());
   else
-    std::printf("local rank: unknown (%s)\n", rank_from.c_str());
+    std::printf("local rank: unknown (%s)\n", lr->source.c_str());
   for (const topo::Candidate& c : in.devices) print_placement("device:", c.name, c.where);
 
   Result<topo::Ranking> r = topo::rank_devices(in);

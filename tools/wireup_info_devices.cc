@@ -3,6 +3,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "host/netdev.h"
+#include "host/port.h"
 #include "provider/provider.h"
 #include "wireup_info.h"
 
@@ -30,8 +32,6 @@ std::string ece_support(prov::Device& dev) {
   return "unknown (" + ece.error().message() + ")";
 }
 
-bool active(prov::PortState s) { return s == prov::PortState::active || s == prov::PortState::active_defer; }
-
 }  // namespace
 
 Result<std::vector<topo::Candidate>> live_candidates(const config::Settings& settings) {
@@ -40,21 +40,7 @@ Result<std::vector<topo::Candidate>> live_candidates(const config::Settings& set
   Result<std::vector<prov::Device*>> devs = (*p)->devices();
   if (!devs) return devs.error();
   std::vector<topo::Candidate> out;
-  for (prov::Device* d : *devs) {
-    topo::Candidate c;
-    c.name = d->info().name;
-    c.pci_busid = d->info().pci_bus_id;
-    c.port_text = "absent";
-    c.port = topo::PortStatus::inactive;  // until the configured port is found below
-    for (const prov::PortInfo& port : d->info().ports) {
-      if (port.port_num != settings.device.port) continue;
-      c.port_text = prov::to_string(port.state);
-      c.port = port.state == prov::PortState::unknown ? topo::PortStatus::unknown
-               : active(port.state)                   ? topo::PortStatus::active
-                                                      : topo::PortStatus::inactive;
-    }
-    out.push_back(std::move(c));
-  }
+  for (prov::Device* d : *devs) out.push_back(host::candidate(d->info(), settings.device.port));
   return out;
 }
 
@@ -80,6 +66,10 @@ int print_live_devices(const config::Settings&) {
       std::printf("    port %u: %-12s %-10s mtu %u\n", port.port_num, prov::to_string(port.state),
                   port.link_layer.c_str(), port.active_mtu);
     std::printf("    ECE: %s\n", ece_support(*d).c_str());
+    for (const prov::PortInfo& port : i.ports) {  // what --sysfs shows, for this machine
+      std::printf("    port %u interfaces:\n", port.port_num);
+      print_port_netdev(host::sysfs_root(), i.name, port.port_num, host::live_addresses(), "      ");
+    }
   }
   return 0;
 }

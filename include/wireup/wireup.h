@@ -86,11 +86,16 @@ typedef struct wireup_context_params {
   const char* const* config_overrides;
   size_t num_config_overrides;
   /* This process's rank on its node, to spread processes over equally near devices;
-   * -1 = config device.local_rank, else OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
-   * SLURM_LOCALID, PMIX_LOCAL_RANK. */
+   * -1 = config device.local_rank, else the first of OMPI_COMM_WORLD_LOCAL_RANK,
+   * MPI_LOCALRANKID, SLURM_LOCALID, PMIX_LOCAL_RANK that is set. A set variable that is not
+   * an integer 0..65535 fails wireup_context_create (WIREUP_ERR_CONFIG, naming it). */
   int local_rank;
-  /* IPv4/IPv6 address to listen on; NULL = the first IPv4 address of the chosen device's
-   * network interface (RoCE netdev, IPoIB interface). */
+  /* IPv4/IPv6 address to listen on; NULL = found from the chosen device's port
+   * (config device.port): RoCE, the netdevs its GID table names (a bond, a VLAN interface);
+   * InfiniBand, its IPoIB interfaces (dev_port = port - 1, P_Key children after their
+   * parent). The first IPv4 address over those interfaces, else the first global IPv6 one;
+   * link-local IPv6 is never chosen (its scope id means nothing to a peer).
+   * wireup_context_listen_source() says which interface and why. */
   const char* listen_ip;
 } wireup_context_params_t;
 
@@ -127,6 +132,17 @@ struct ibv_context* wireup_context_ibv_context(const wireup_context_t* ctx);
 
 /* The IP address wireup handles of this context listen on, as text ("10.0.0.1"). */
 const char* wireup_context_listen_address(const wireup_context_t* ctx);
+
+/* How the listen address was found, one line: "rxe0 port 1 -> eth0 (GID 0 (RoCE v2)) ->
+ * 10.0.0.1 (IPv4)", or "listen_ip 10.0.0.1 (given)". NULL if ctx is NULL. */
+const char* wireup_context_listen_source(const wireup_context_t* ctx);
+
+/* The effective value of one configuration key ("engine.lanes" -> "4", "device.include" ->
+ * "[\"mlx5_0\"]"), as wireup_context_config_dump() writes it (TOML: strings and 64-bit
+ * values quoted, "\"0x10\""); a secret shows only whether it is set: "\"0x0\"" or
+ * "\"<set, hidden>\"" (engine.job_key). Valid until the context goes.
+ * NULL if ctx or key is NULL or the key is unknown (wireup_context_last_error(ctx) says which). */
+const char* wireup_context_config_value(const wireup_context_t* ctx, const char* key);
 
 /* The effective configuration as TOML, each value commented with its source ("default",
  * "/etc/wireup/wireup.toml:12", "env WIREUP_ENGINE_LANES", "api"). Valid until destroy. */
@@ -293,6 +309,9 @@ typedef struct wireup_peer_error {
                               28 consumer, 35 ECE); else 0 */
   const char* peer_reason; /* the peer's wireup reason from its REJ ("wrong_job_key", ...), or "" */
   const char* message;     /* the whole story: call, errno, peer, QPN */
+  wireup_status_t status;  /* kind "local_error": the failing local step's status
+                              (WIREUP_ERR_NOT_SUPPORTED: ECE required, device has none);
+                              else the status matching kind (WIREUP_ERR_REJECTED, ...) */
 } wireup_peer_error_t;
 
 /* Number of (peer, lane) given up on; 0 if w is NULL. */
@@ -331,6 +350,64 @@ wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn, void* arg);
  * including the terminating NUL (buf may be NULL with *len 0 to ask for the size).
  */
 wireup_status_t wireup_stats_json(const wireup_t* w, char* buf, size_t* len);
+
+/* Counters of one handle, as wireup_stats_json() has them; readable at any time. */
+typedef struct wireup_counters {
+  uint64_t connects_started;    /* active attempts, first ones and retries */
+  uint64_t retries;
+  uint64_t established_active;  /* results where this side initiated */
+  uint64_t established_passive;
+  uint64_t failed;              /* (peer, lane) given up on */
+  uint64_t superseded;          /* half-open passive attempts replaced by a newer one */
+  uint64_t strangers;           /* requests rejected before any resource was made */
+  uint64_t disconnects;         /* DISCONNECTED on the steady channel */
+  uint64_t events;              /* CM events handled */
+} wireup_counters_t;
+
+/* Copies the counters into *out. Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL). */
+wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out);
+
+/* One labelled count: group "rejects_received" (key: the IB reject reason, "8", "35"),
+ * "rejects_sent" (key: wireup's reason, "wrong_job_key", "ece"), "failures" (key: the kind of
+ * wireup_peer_error_t), "ece_outcomes" (key: as wireup_result_t.ece_outcome). */
+typedef struct wireup_tally {
+  const char* group;
+  const char* key;
+  uint64_t count;
+} wireup_tally_t;
+
+/* Takes a snapshot of the tallies and returns how many there are; 0 if w is NULL. */
+size_t wireup_tally_count(const wireup_t* w);
+
+/* Copies tally `i` of the last snapshot; its strings stay valid until the next
+ * wireup_tally_count() or wireup_destroy. Errors as wireup_result_get. */
+wireup_status_t wireup_tally_get(const wireup_t* w, size_t i, wireup_tally_t* out);
+
+/* The phases timed for every established connection (the spans of wireup_result_t, plus
+ * TOTAL: the first attempt's start -> established, retries included). */
+typedef enum wireup_phase {
+  WIREUP_PHASE_RESOLVE_ADDR = 0, /* active only */
+  WIREUP_PHASE_RESOLVE_ROUTE = 1, /* active only */
+  WIREUP_PHASE_QP_CREATE = 2,
+  WIREUP_PHASE_REQ_TO_REP = 3,   /* active only */
+  WIREUP_PHASE_RTR_RTS = 4,
+  WIREUP_PHASE_ESTABLISH = 5,
+  WIREUP_PHASE_TOTAL = 6,
+  WIREUP_PHASE_COUNT = 7
+} wireup_phase_t;
+
+/* "resolve_addr", ... "total" (the names wireup_stats_json uses); NULL out of range. */
+const char* wireup_phase_name(wireup_phase_t phase);
+
+/*
+ * wireup_phase_samples -- the raw durations (ns) of one phase, one per connection it applies
+ * to, so that a job's percentiles can be taken over every rank's samples.
+ * buf/n: in, the capacity of buf in samples; out, the samples written (or, with
+ * WIREUP_ERR_BUFFER_TOO_SMALL, the number needed; buf may be NULL with *n 0 to ask).
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL w or n, phase out of range),
+ *         WIREUP_ERR_BUFFER_TOO_SMALL.
+ */
+wireup_status_t wireup_phase_samples(const wireup_t* w, wireup_phase_t phase, uint64_t* buf, size_t* n);
 
 /* The last failure of a call on `w` (or of this thread, for NULL); "" if none. */
 const char* wireup_last_error(const wireup_t* w);

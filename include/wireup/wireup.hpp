@@ -57,7 +57,7 @@ struct ContextParams {
   std::string config_file;             // empty: WIREUP_CONFIG, ./wireup.toml, /etc/wireup/wireup.toml
   std::vector<std::string> overrides;  // "section.key=value"
   int local_rank = -1;                 // -1: config, then the launcher's environment
-  std::string listen_ip;               // empty: the device's netdev IPv4 address
+  std::string listen_ip;               // empty: found from the device's port (see wireup.h)
 };
 
 // Configuration, the rdma provider and the chosen device (wireup_context_create).
@@ -91,6 +91,13 @@ class Context {
   std::string device_name() const { return detail::str(wireup_context_device_name(ctx_)); }
   struct ibv_context* ibv_context() const { return wireup_context_ibv_context(ctx_); }
   std::string listen_address() const { return detail::str(wireup_context_listen_address(ctx_)); }
+  std::string listen_source() const { return detail::str(wireup_context_listen_source(ctx_)); }
+  // The effective value of one key ("engine.lanes" -> "4"); throws for an unknown key.
+  std::string config_value(const std::string& key) const {
+    const char* v = wireup_context_config_value(ctx_, key.c_str());
+    if (v == nullptr) throw Exception(WIREUP_ERR_INVALID_ARGUMENT, wireup_context_last_error(ctx_));
+    return v;
+  }
   std::string config_dump() const { return detail::str(wireup_context_config_dump(ctx_)); }
   wireup_context_t* get() const { return ctx_; }
 
@@ -167,6 +174,7 @@ class Wireup {
   }
   bool done() const { return wireup_done(w_) == 1; }
 
+  size_t result_count() const { return wireup_result_count(w_); }
   std::vector<wireup_result_t> results() const {
     std::vector<wireup_result_t> v(wireup_result_count(w_));
     for (size_t i = 0; i < v.size(); ++i) detail::check(wireup_result_get(w_, i, &v[i]), w_);
@@ -181,6 +189,34 @@ class Wireup {
   void on_event(EventHandler h) {
     cb_->event = std::move(h);
     detail::check(wireup_on_event(w_, cb_->event ? &Wireup::event_tramp : nullptr, cb_.get()), w_);
+  }
+  wireup_counters_t counters() const {
+    wireup_counters_t c;
+    detail::check(wireup_counters_get(w_, &c), w_);
+    return c;
+  }
+  struct Tally {
+    std::string group, key;
+    uint64_t count = 0;
+  };
+  std::vector<Tally> tallies() const {
+    std::vector<Tally> v(wireup_tally_count(w_));
+    for (size_t i = 0; i < v.size(); ++i) {
+      wireup_tally_t t;
+      detail::check(wireup_tally_get(w_, i, &t), w_);
+      v[i] = Tally{t.group, t.key, t.count};
+    }
+    return v;
+  }
+  // Durations in ns of one phase, one per connection it applies to.
+  std::vector<uint64_t> phase_samples(wireup_phase_t phase) const {
+    size_t n = 0;
+    wireup_status_t s = wireup_phase_samples(w_, phase, nullptr, &n);  // asks for the count
+    if (s != WIREUP_ERR_BUFFER_TOO_SMALL) detail::check(s, w_);
+    std::vector<uint64_t> v(n);
+    if (n > 0) detail::check(wireup_phase_samples(w_, phase, v.data(), &n), w_);
+    v.resize(n);
+    return v;
   }
   std::string stats_json() const {
     size_t len = 0;

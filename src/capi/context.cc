@@ -1,9 +1,10 @@
 // wireup_context_*: configuration, provider, device choice, listen address.
 #include <cstring>
 
-#include "capi/device_choice.h"
 #include "capi/handles.h"
 #include "common/log.h"
+#include "host/choice.h"
+#include "host/netdev.h"
 
 using namespace wireup;
 using capi::fail;
@@ -48,23 +49,33 @@ Status build(const wireup_context_params_t& p, wireup_context& ctx) {
   if (const config::Entry* e = ctx.config.entry("log.level"); e && e->source.kind != config::Source::Kind::built_in)
     log::set_level(ctx.config.settings().log.level);
 
+  const config::Settings& s = ctx.config.settings();
+  Result<host::LocalRank> lr =
+      host::resolve_local_rank(p.local_rank, "wireup_context_params.local_rank", s.device.local_rank,
+                               host::process_getenv());
+  if (!lr) return lr.error();
+
   auto prov = prov::rdma::RdmaProvider::create();
   if (!prov) return prov.error();
   ctx.provider = std::move(prov).value();
-  auto choice = capi::choose_device(*ctx.provider, ctx.config.settings(), p.local_rank);
+  auto choice = host::choose_device(*ctx.provider, s, *lr);
   if (!choice) return choice.error();
-  ctx.device = choice->device;
-  WIREUP_LOG(info, "device %s", choice->why.c_str());
+  ctx.device = static_cast<prov::rdma::RdmaDevice*>(choice->device);  // the rdma provider's own
+  WIREUP_LOG(info, "device %s; local rank %d (%s)", choice->why.c_str(), lr->value, lr->source.c_str());
 
   if (p.listen_ip != nullptr) {
     auto a = prov::SockAddr::parse(p.listen_ip);
     if (!a) return Error::make(ErrorCode::invalid_argument, "listen_ip", a.error().message());
     ctx.listen_ip = p.listen_ip;
+    ctx.listen_source = std::string("listen_ip ") + p.listen_ip + " (given)";
   } else {
-    auto ip = capi::netdev_ipv4(ctx.device->info());
-    if (!ip) return ip.error();
-    ctx.listen_ip = *ip;
+    auto l = host::device_listen_address(host::sysfs_root(), ctx.device->info().name, s.device.port,
+                                         host::live_addresses());
+    if (!l) return l.error();
+    ctx.listen_ip = l->ip;
+    ctx.listen_source = l->why;
   }
+  WIREUP_LOG(info, "listen address: %s", ctx.listen_source.c_str());
   return Status::ok();
 }
 
@@ -107,6 +118,27 @@ struct ibv_context* wireup_context_ibv_context(const wireup_context_t* ctx) {
 
 const char* wireup_context_listen_address(const wireup_context_t* ctx) {
   return ctx != nullptr ? ctx->listen_ip.c_str() : null_context("wireup_context_listen_address");
+}
+
+const char* wireup_context_listen_source(const wireup_context_t* ctx) {
+  return ctx != nullptr ? ctx->listen_source.c_str() : null_context("wireup_context_listen_source");
+}
+
+const char* wireup_context_config_value(const wireup_context_t* ctx, const char* key) {
+  const char* fn = "wireup_context_config_value";
+  if (ctx == nullptr) return null_context(fn);
+  if (key == nullptr) return fail(&ctx->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "key is NULL"), nullptr;
+  const config::Entry* e = ctx->config.entry(key);
+  if (e == nullptr || e->param == nullptr)
+    return fail(&ctx->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn,
+                "\"" + std::string(key) + "\" is not a configuration key (see wireup_info --config)"),
+           nullptr;
+  // The value never changes after create: render each key once, so earlier pointers stay valid.
+  auto [it, fresh] = ctx->config_values.try_emplace(key);
+  // As the dump shows it: a secret (the job key) says only whether it is set.
+  if (fresh && e->param->secret) it->second = std::get<uint64_t>(e->value) == 0 ? "\"0x0\"" : "\"<set, hidden>\"";
+  else if (fresh) it->second = e->param->render(e->value);
+  return it->second.c_str();
 }
 
 const char* wireup_context_config_dump(const wireup_context_t* ctx) {

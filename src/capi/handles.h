@@ -6,6 +6,7 @@
 #pragma once
 
 #include <deque>
+#include <map>
 #include <exception>
 #include <memory>
 #include <set>
@@ -25,6 +26,8 @@ struct wireup_context {
   std::unique_ptr<wireup::prov::rdma::RdmaProvider> provider;
   wireup::prov::rdma::RdmaDevice* device = nullptr;  // owned by the provider
   std::string listen_ip;
+  std::string listen_source;  // how listen_ip was found (wireup_context_listen_source)
+  mutable std::map<std::string, std::string, std::less<>> config_values;  // handed-out texts
   size_t handles = 0;  // wireup_t made from this context and not destroyed yet
   mutable std::string last_error;
 };
@@ -47,6 +50,12 @@ struct wireup_handle {
   mutable std::set<std::string> device_names;
   mutable std::deque<std::string> error_messages;
   mutable std::deque<std::string> error_peer_reasons;
+  // The last wireup_tally_count() snapshot: {group, key, count}; its strings back tally_get.
+  struct Tally {
+    std::string group, key;
+    uint64_t count = 0;
+  };
+  mutable std::vector<Tally> tallies;
   mutable std::string last_error;
 };
 

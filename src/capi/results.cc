@@ -4,6 +4,7 @@
 
 #include "capi/handles.h"
 #include "wireup/private_data.h"
+#include "wireup/stats.h"
 
 using namespace wireup;
 using capi::fail;
@@ -20,9 +21,10 @@ wireup_status_t bad_index(const wireup_t* w, const char* fn, size_t i, size_t n)
               "index " + std::to_string(i) + " out of range (count is " + std::to_string(n) + ")");
 }
 
-uint64_t span_ns(Nanos from, Nanos to) {
-  const bool set = from != cm::kUnset && to != cm::kUnset;
-  return set && to >= from ? static_cast<uint64_t>((to - from).count()) : 0;
+// A phase's span in ns, 0 where it was not reached.
+uint64_t ns(const std::array<Nanos, kPhases>& d, Phase p) {
+  const Nanos v = d[static_cast<size_t>(p)];
+  return v == cm::kUnset ? 0 : static_cast<uint64_t>(v.count());
 }
 
 wireup_event_type_t event_type(prov::CmEventType t) {
@@ -36,11 +38,32 @@ wireup_event_type_t event_type(prov::CmEventType t) {
 }
 
 // The peer's own reason, when its REJ carried our private data.
-std::string peer_reason(const cm::Failure& f) {
-  if (f.kind != cm::FailKind::rejected) return {};
-  auto h = decode(f.private_data);
-  return h && h->kind == WireKind::reject ? to_string(h->reason) : std::string();
+std::string peer_reason(const PeerError& e) {
+  return e.peer_reason != RejectCode::none ? to_string(e.peer_reason) : std::string();
 }
+
+// The status a transport would see for a failure of this kind.
+wireup_status_t kind_status(cm::FailKind k) {
+  switch (k) {
+    case cm::FailKind::rejected: return WIREUP_ERR_REJECTED;
+    case cm::FailKind::unreachable:
+    case cm::FailKind::connect_error: return WIREUP_ERR_UNREACHABLE;
+    case cm::FailKind::address_error:
+    case cm::FailKind::route_error: return WIREUP_ERR_ADDRESS;
+    case cm::FailKind::timed_out: return WIREUP_ERR_TIMED_OUT;
+    case cm::FailKind::device_removal: return WIREUP_ERR_DEVICE_REMOVED;
+    default: return WIREUP_ERR_PROTOCOL;
+  }
+}
+
+static_assert(int(WIREUP_PHASE_COUNT) == int(kSampledPhases), "wireup_phase_t mirrors the sampled wireup::Phase");
+static_assert(int(WIREUP_PHASE_RESOLVE_ADDR) == int(Phase::resolve_addr) &&
+                  int(WIREUP_PHASE_RESOLVE_ROUTE) == int(Phase::resolve_route) &&
+                  int(WIREUP_PHASE_QP_CREATE) == int(Phase::qp_create) &&
+                  int(WIREUP_PHASE_REQ_TO_REP) == int(Phase::req_to_rep) &&
+                  int(WIREUP_PHASE_RTR_RTS) == int(Phase::rtr_rts) &&
+                  int(WIREUP_PHASE_ESTABLISH) == int(Phase::establish) && int(WIREUP_PHASE_TOTAL) == int(Phase::total),
+              "wireup_phase_t mirrors wireup::Phase, value by value");
 
 }  // namespace
 
@@ -59,7 +82,6 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     const auto& all = w->engine->results();
     if (i >= all.size()) return bad_index(w, fn, i, all.size());
     const ConnResult& r = all[i];
-    const cm::Timings& t = r.timings;
     wireup_result_t x;
     std::memset(&x, 0, sizeof x);
     x.peer = r.peer;
@@ -76,20 +98,15 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     x.ece_accepted = r.ece.accepted;
     x.ece_outcome = ece::to_string(r.ece.outcome);
     x.device = w->device_names.insert(std::string(r.device)).first->c_str();
-    // The same phase boundaries as Stats::record, so these add up to what the stats show.
-    if (x.active) {
-      x.resolve_addr_ns = span_ns(t.start, t.addr_resolved);
-      x.resolve_route_ns = span_ns(t.addr_resolved, t.route_resolved);
-      x.qp_create_ns = span_ns(t.route_resolved, t.qp_created);
-      x.req_to_rep_ns = span_ns(t.request, t.response);
-      x.rtr_rts_ns = span_ns(t.response, t.rts);
-      x.attempt_ns = span_ns(t.start, t.established);
-    } else {
-      x.qp_create_ns = span_ns(t.request, t.qp_created);
-      x.rtr_rts_ns = span_ns(t.qp_created, t.rts);
-      x.attempt_ns = span_ns(t.request, t.established);
-    }
-    x.establish_ns = span_ns(t.rts, t.established);
+    // The same phase boundaries as the stats (one function cuts both), so they add up.
+    const auto d = phase_spans(r.timings, r.role, cm::kUnset);
+    x.resolve_addr_ns = ns(d, Phase::resolve_addr);
+    x.resolve_route_ns = ns(d, Phase::resolve_route);
+    x.qp_create_ns = ns(d, Phase::qp_create);
+    x.req_to_rep_ns = ns(d, Phase::req_to_rep);
+    x.rtr_rts_ns = ns(d, Phase::rtr_rts);
+    x.establish_ns = ns(d, Phase::establish);
+    x.attempt_ns = ns(d, Phase::attempt);
     *out = x;
     return WIREUP_OK;
   });
@@ -111,7 +128,7 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
     while (w->error_messages.size() < all.size()) {
       const PeerError& e = all[w->error_messages.size()];
       w->error_messages.push_back(e.describe());
-      w->error_peer_reasons.push_back(peer_reason(e.failure));
+      w->error_peer_reasons.push_back(peer_reason(e));
     }
     const PeerError& e = all[i];
     wireup_peer_error_t x;
@@ -124,6 +141,8 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
     x.reject_reason = e.failure.kind == cm::FailKind::rejected ? e.failure.status : 0;
     x.peer_reason = w->error_peer_reasons[i].c_str();
     x.message = w->error_messages[i].c_str();
+    x.status = e.failure.kind == cm::FailKind::local_error ? capi::to_status(e.failure.error.code)
+                                                            : kind_status(e.failure.kind);
     *out = x;
     return WIREUP_OK;
   });
@@ -144,6 +163,75 @@ wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn_ptr, void* arg) 
     });
     return WIREUP_OK;
   });
+}
+
+wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out) {
+  const char* fn = "wireup_counters_get";
+  if (w == nullptr) return null_handle(fn);
+  if (out == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  const Stats& s = w->engine->stats();
+  wireup_counters_t c;
+  std::memset(&c, 0, sizeof c);
+  c.connects_started = s[Counter::connects_started];
+  c.retries = s[Counter::retries];
+  c.established_active = s[Counter::established_active];
+  c.established_passive = s[Counter::established_passive];
+  c.failed = s[Counter::failed];
+  c.superseded = s[Counter::superseded];
+  c.strangers = s[Counter::strangers];
+  c.disconnects = s[Counter::disconnects];
+  c.events = s[Counter::events];
+  *out = c;
+  return WIREUP_OK;
+}
+
+size_t wireup_tally_count(const wireup_t* w) {
+  if (w == nullptr) return null_handle("wireup_tally_count"), 0;
+  wireup_status_t st = guarded("wireup_tally_count", &w->last_error, [&] {
+    const Stats& s = w->engine->stats();
+    w->tallies.clear();
+    for (const auto& [k, v] : s.rejects_received_by_reason()) w->tallies.push_back({"rejects_received", std::to_string(k), v});
+    for (const auto& [k, v] : s.rejects_sent_by_name()) w->tallies.push_back({"rejects_sent", k, v});
+    for (const auto& [k, v] : s.failures_by_name()) w->tallies.push_back({"failures", k, v});
+    for (const auto& [k, v] : s.ece_outcomes_by_name()) w->tallies.push_back({"ece_outcomes", k, v});
+    return WIREUP_OK;
+  });
+  return st == WIREUP_OK ? w->tallies.size() : 0;
+}
+
+wireup_status_t wireup_tally_get(const wireup_t* w, size_t i, wireup_tally_t* out) {
+  const char* fn = "wireup_tally_get";
+  if (w == nullptr) return null_handle(fn);
+  if (out == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+  if (i >= w->tallies.size()) return bad_index(w, fn, i, w->tallies.size());
+  const wireup_t::Tally& t = w->tallies[i];
+  *out = wireup_tally_t{t.group.c_str(), t.key.c_str(), t.count};
+  return WIREUP_OK;
+}
+
+const char* wireup_phase_name(wireup_phase_t phase) {
+  if (int(phase) < 0 || int(phase) >= int(WIREUP_PHASE_COUNT)) return nullptr;
+  return to_string(static_cast<Phase>(phase));
+}
+
+wireup_status_t wireup_phase_samples(const wireup_t* w, wireup_phase_t phase, uint64_t* buf, size_t* n) {
+  const char* fn = "wireup_phase_samples";
+  if (w == nullptr) return null_handle(fn);
+  if (n == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "n is NULL");
+  if (int(phase) < 0 || int(phase) >= int(WIREUP_PHASE_COUNT))
+    return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn,
+                "phase " + std::to_string(int(phase)) + " is out of range (0.." +
+                    std::to_string(int(WIREUP_PHASE_COUNT) - 1) + ")");
+  const std::vector<int64_t>& v = w->engine->stats().samples(static_cast<Phase>(phase));
+  if (buf == nullptr || *n < v.size()) {
+    const size_t have = *n;
+    *n = v.size();
+    return fail(&w->last_error, WIREUP_ERR_BUFFER_TOO_SMALL, fn,
+                std::to_string(v.size()) + " samples, the buffer holds " + std::to_string(have));
+  }
+  for (size_t i = 0; i < v.size(); ++i) buf[i] = v[i] > 0 ? static_cast<uint64_t>(v[i]) : 0;
+  *n = v.size();
+  return WIREUP_OK;
 }
 
 wireup_status_t wireup_stats_json(const wireup_t* w, char* buf, size_t* len) {

@@ -62,19 +62,20 @@ const Failure& Connection::failure() const {
   return failure_ ? *failure_ : none;
 }
 
-Connection::Connection(prov::Provider& p, Role r, const Spec& spec)
-    : provider_(p), profile_(*spec.profile), peer_(spec.peer), lane_(spec.lane), role_(r),
-      state_(r == Role::active ? State::resolving_addr : State::requested), private_data_(spec.private_data),
-      reject_data_(spec.reject_data) {
+Connection::Connection(prov::Provider& p, Role r, const Spec& spec, ConnectionObserver* observer)
+    : provider_(p), profile_(*spec.profile), observer_(observer),
+      given_{spec.tag, spec.peer, spec.lane, r, spec.private_data, spec.reject_data},
+      state_(r == Role::active ? State::resolving_addr : State::requested) {
   t_.start = now();
 }
 
 Connection::~Connection() = default;
 
-Result<std::unique_ptr<Connection>> Connection::start(prov::Provider& p, prov::EventChannel& ch, const Spec& spec) {
-  std::unique_ptr<Connection> c(new Connection(p, Role::active, spec));
+Result<std::unique_ptr<Connection>> Connection::start(prov::Provider& p, prov::EventChannel& ch, const Spec& spec,
+                                                     ConnectionObserver* observer) {
+  std::unique_ptr<Connection> c(new Connection(p, Role::active, spec, observer));
   const Profile& pr = c->profile_;
-  auto id = p.create_id(ch, prov::PortSpace::tcp, c.get());
+  auto id = p.create_id(ch, prov::PortSpace::tcp, prov::Route(c.get()));
   if (!id) return Error(id.error()).with_peer(spec.remote.to_string());
   c->id_ = std::move(id).value();
   if (pr.tos) WIREUP_TRY(c->id_->set_tos(*pr.tos));
@@ -83,17 +84,18 @@ Result<std::unique_ptr<Connection>> Connection::start(prov::Provider& p, prov::E
   return c;
 }
 
-std::unique_ptr<Connection> Connection::from_request(prov::Provider& p, prov::CmEvent& req, const Spec& spec) {
-  std::unique_ptr<Connection> c(new Connection(p, Role::passive, spec));
+std::unique_ptr<Connection> Connection::from_request(prov::Provider& p, prov::CmEvent& req, const Spec& spec,
+                                                    ConnectionObserver* observer) {
+  std::unique_ptr<Connection> c(new Connection(p, Role::passive, spec, observer));
   c->id_ = std::move(req.new_id);
-  c->id_->user_context = c.get();
-  c->remote_qpn_ = req.qp_num;
+  c->id_->set_route(prov::Route(c.get()));
+  c->ans_.remote_qpn = req.qp_num;
   c->t_.request = c->t_.start;
   return c;
 }
 
 void Connection::fail(FailKind kind, Error e, int status) {
-  if (e.peer.empty()) e.peer = "rank " + std::to_string(peer_) + " lane " + std::to_string(lane_);
+  if (e.peer.empty()) e.peer = "rank " + std::to_string(given_.peer) + " lane " + std::to_string(given_.lane);
   if (e.qpn == 0 && qp_) e.qpn = qp_->qpn();
   failure_ = std::make_unique<Failure>(Failure{kind, status, {}, std::move(e)});
   state_ = State::failed;
@@ -120,7 +122,7 @@ Status Connection::make_qp(const qp::QpFactory& factory) {
   prov::Device* dev = id_->device();
   if (dev == nullptr)
     return Error::make(ErrorCode::invalid_state, "make_qp", "the CM id has no device yet");
-  auto q = factory(qp::QpRequest{*dev, peer_, lane_, role_ == Role::active});
+  auto q = factory(qp::QpRequest{*dev, given_.peer, given_.lane, given_.role == Role::active});
   if (!q) return q.error();
   if (!*q) return Error::make(ErrorCode::invalid_argument, "QpFactory", "the factory returned no QP");
   qp_ = std::move(q).value();
@@ -134,12 +136,12 @@ Status Connection::connect(const qp::QpFactory& factory) {
                        std::string("in state ") + to_string(state_));
   Status s = [&]() -> Status {
     WIREUP_TRY(make_qp(factory));
-    auto offered = ece::prepare_active(profile_.ece, *qp_, *id_, ece_);
+    auto offered = ece::prepare_active(profile_.ece, *qp_, *id_, ans_.ece);
     if (!offered) return offered.error();
-    offered_ = *offered;
+    ans_.offered = *offered;
     prov::ConnParam p = profile_.param;
     p.qp_num = qp_->qpn();
-    p.private_data.assign(private_data_.bytes().begin(), private_data_.bytes().end());
+    p.private_data.assign(given_.private_data.bytes().begin(), given_.private_data.bytes().end());
     return id_->connect(p);
   }();
   if (!s) {
@@ -155,10 +157,10 @@ Status Connection::notify() {
   if (state_ != State::route_resolved)
     return Error::make(ErrorCode::invalid_state, "Connection::notify",
                        std::string("in state ") + to_string(state_));
-  qpless_ = true;
+  ans_.qpless = true;
   prov::ConnParam p = profile_.param;
   p.qp_num = 0;
-  p.private_data.assign(private_data_.bytes().begin(), private_data_.bytes().end());
+  p.private_data.assign(given_.private_data.bytes().begin(), given_.private_data.bytes().end());
   if (Status s = id_->connect(p); !s) {
     fail(FailKind::local_error, s.error());
     return s;
@@ -175,7 +177,7 @@ Status Connection::accept(const qp::QpFactory& factory) {
   bool refused = false;
   Status s = [&]() -> Status {
     WIREUP_TRY(make_qp(factory));
-    auto d = ece::answer_request(profile_.ece, *qp_, *id_, ece_);
+    auto d = ece::answer_request(profile_.ece, *qp_, *id_, ans_.ece);
     if (!d) return d.error();
     if (d->reject) {
       refused = true;
@@ -187,12 +189,12 @@ Status Connection::accept(const qp::QpFactory& factory) {
     t_.rts = now();
     prov::ConnParam p = profile_.param;
     p.qp_num = qp_->qpn();
-    p.private_data.assign(private_data_.bytes().begin(), private_data_.bytes().end());
+    p.private_data.assign(given_.private_data.bytes().begin(), given_.private_data.bytes().end());
     return id_->accept(p);
   }();
   if (!s) {
     // Tell the peer now rather than letting it time out, with a reason it retries on.
-    if (!refused) (void)id_->reject(reject_data_.bytes());
+    if (!refused) (void)id_->reject(given_.reject_data.bytes());
     fail(refused ? FailKind::ece_rejected : FailKind::local_error, s.error());
     return s;
   }
@@ -202,10 +204,10 @@ Status Connection::accept(const qp::QpFactory& factory) {
 
 void Connection::on_response(const prov::CmEvent& ev) {
   t_.response = now();
-  remote_qpn_ = ev.qp_num;
+  ans_.remote_qpn = ev.qp_num;
   bool refused = false;
   Status s = [&]() -> Status {
-    auto d = ece::apply_reply(profile_.ece, offered_, *qp_, *id_, ece_);
+    auto d = ece::apply_reply(profile_.ece, ans_.offered, *qp_, *id_, ans_.ece);
     if (!d) return d.error();
     if (d->reject) {
       refused = true;
@@ -218,7 +220,7 @@ void Connection::on_response(const prov::CmEvent& ev) {
     return id_->establish();
   }();
   if (!s) {
-    if (!refused) (void)id_->reject(reject_data_.bytes());
+    if (!refused) (void)id_->reject(given_.reject_data.bytes());
     fail(refused ? FailKind::ece_rejected : FailKind::local_error, s.error());
     return;
   }
@@ -245,10 +247,10 @@ void Connection::on_event(const prov::CmEvent& ev) {
       return;
     case CmEventType::connect_response:
       if (state_ != State::connecting) break;
-      if (qpless_) {
+      if (ans_.qpless) {
         // Someone accepted a request that has no QP behind it: refuse the REP so that its
         // side does not wait for an RTU, and report what happened.
-        (void)id_->reject(reject_data_.bytes());
+        (void)id_->reject(given_.reject_data.bytes());
         return fail(FailKind::local_error,
                     Error::make(ErrorCode::protocol_error, "CONNECT_RESPONSE",
                                 "the peer accepted a request without a QP (qpn " + std::to_string(ev.qp_num) + ")"));
@@ -273,11 +275,17 @@ void Connection::on_event(const prov::CmEvent& ev) {
       return fail_event(FailKind::disconnected, ev);
     default: break;
   }
-  WIREUP_LOG(debug, "rank %u lane %u: %s ignored in state %s", peer_, lane_,
+  WIREUP_LOG(debug, "rank %u lane %u: %s ignored in state %s", given_.peer, given_.lane,
              prov::to_string(ev.type), to_string(state_));
 }
 
-Status Connection::migrate(prov::EventChannel& to) { return id_->migrate(to); }
+void Connection::on_cm_event(prov::CmEvent& ev) {
+  on_event(ev);
+  ev.ack();  // before the observer: it may migrate or destroy the id
+  if (observer_ != nullptr) observer_->on_connection_changed(*this);
+}
+
+Status Connection::migrate(prov::EventChannel& to, prov::Route route) { return id_->migrate(to, route); }
 
 Status Connection::disconnect() {
   if (state_ != State::established) return Status::ok();

@@ -4,8 +4,10 @@
 //          CONNECT_RESPONSE -> ECE -> RTR -> RTS -> rdma_establish -> established
 // Passive: from_request() (owner validated the private data first) -> accept() [QP, ECE,
 //          RTR, RTS, rdma_accept with qp_num] -> ESTABLISHED -> established
-// The owner routes CM events here with on_event(), acks them afterwards, and migrates the
-// id once established. Nothing here blocks.
+// A connection is the sink of its own id's events (prov::dispatch hands them here); after
+// each one it tells its observer, which may then grant a QP, migrate the id or retire the
+// connection. A retired connection is detached first: it keeps absorbing (and acking) the
+// events still queued for its id and reports none of them. Nothing here blocks.
 #pragma once
 
 #include <array>
@@ -72,10 +74,11 @@ struct Timings {
 
 // What every connection of one owner shares (the engine's options): built once by the owner
 // and referenced, never copied per connection. Must outlive the connections using it.
+// No defaults of its own: the owner fills every field (the engine from its options).
 struct Profile {
   std::optional<prov::SockAddr> local;  // active: source address to resolve from
-  int resolve_addr_timeout_ms = 2000;
-  int resolve_route_timeout_ms = 2000;
+  int resolve_addr_timeout_ms = 0;
+  int resolve_route_timeout_ms = 0;
   std::optional<uint8_t> tos;
   std::optional<uint8_t> ack_timeout;
   ece::Policy ece;
@@ -106,6 +109,7 @@ class PrivateData {
 struct Spec {
   uint32_t peer = 0;
   uint32_t lane = 0;
+  uint64_t tag = 0;                  // the owner's name for this connection (tag())
   const Profile* profile = nullptr;  // required
   prov::SockAddr remote;             // active: the peer's listen address (used by start())
   PrivateData private_data;          // REQ (active) or REP (passive)
@@ -114,16 +118,29 @@ struct Spec {
   PrivateData reject_data;
 };
 
-class Connection {
+class Connection;
+
+// Told after every event that reached a connection (the event is acked by then).
+class ConnectionObserver {
+ public:
+  virtual void on_connection_changed(Connection& c) = 0;
+
+ protected:
+  ~ConnectionObserver() = default;
+};
+
+class Connection final : public prov::CmEventSink {
  public:
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   // Active side: creates the id on `ch` and issues rdma_resolve_addr.
-  static Result<std::unique_ptr<Connection>> start(prov::Provider& p, prov::EventChannel& ch, const Spec& spec);
+  static Result<std::unique_ptr<Connection>> start(prov::Provider& p, prov::EventChannel& ch, const Spec& spec,
+                                                   ConnectionObserver* observer);
   // Passive side: takes the new id out of a validated CONNECT_REQUEST.
-  static std::unique_ptr<Connection> from_request(prov::Provider& p, prov::CmEvent& req, const Spec& spec);
+  static std::unique_ptr<Connection> from_request(prov::Provider& p, prov::CmEvent& req, const Spec& spec,
+                                                  ConnectionObserver* observer);
 
   // Active, in route_resolved: QP from the factory, INIT, ECE offer, rdma_connect.
   Status connect(const qp::QpFactory& factory);
@@ -133,24 +150,29 @@ class Connection {
   // (ib_send_cm_req / cm_validate_req_param); QPN 0 is never an RC QP, so it cannot be
   // mistaken for a real connection's QP. A CONNECT_RESPONSE to it is a protocol error.
   Status notify();
-  bool qpless() const { return qpless_; }
+  bool qpless() const { return ans_.qpless; }
   // Passive, in requested: QP, INIT, ECE answer (reject_ece if refused), RTR, RTS, accept.
   Status accept(const qp::QpFactory& factory);
   // Feeds one CM event of this connection's id. Errors end up in failure(), not here.
   void on_event(const prov::CmEvent& ev);
-  // rdma_migrate_id to `to`; every event of the id must have been acked.
-  Status migrate(prov::EventChannel& to);
+  // prov::CmEventSink: on_event, ack, then the observer (unless detached).
+  void on_cm_event(prov::CmEvent& ev) override;
+  // No more reports to the observer (the owner retired this connection).
+  void detach() { observer_ = nullptr; }
+  // rdma_migrate_id to `to`, its events then going to `route`; every event must be acked.
+  Status migrate(prov::EventChannel& to, prov::Route route);
   Status disconnect();
 
-  Role role() const { return role_; }
+  Role role() const { return given_.role; }
   State state() const { return state_; }
   bool done() const { return state_ == State::established || state_ == State::failed || state_ == State::disconnected; }
-  uint32_t peer() const { return peer_; }
-  uint32_t lane() const { return lane_; }
+  uint32_t peer() const { return given_.peer; }
+  uint64_t tag() const { return given_.tag; }
+  uint32_t lane() const { return given_.lane; }
   const Failure& failure() const;
   const Timings& timings() const { return t_; }
-  const ece::Report& ece() const { return ece_; }
-  uint32_t remote_qpn() const { return remote_qpn_; }
+  const ece::Report& ece() const { return ans_.ece; }
+  uint32_t remote_qpn() const { return ans_.remote_qpn; }
   prov::Qp* qp() const { return qp_.get(); }
   prov::CmId* id() const { return id_.get(); }
   // Hands the QP to the transport (the connection keeps the CM id).
@@ -158,10 +180,12 @@ class Connection {
   // The id, for owners that keep it after the connection object is gone.
   std::unique_ptr<prov::CmId> take_id() { return std::move(id_); }
 
-  void* owner = nullptr;  // the owner's record of this connection (the engine's slot)
+  // The id's last events may arrive after the owner let go: "owned" says whether anyone
+  // still listens (for teardown accounting).
+  bool detached() const { return observer_ == nullptr; }
 
  private:
-  Connection(prov::Provider& p, Role r, const Spec& spec);
+  Connection(prov::Provider& p, Role r, const Spec& spec, ConnectionObserver* observer);
   void fail(FailKind kind, Error e, int status = 0);
   void fail_event(FailKind kind, const prov::CmEvent& ev);
   Status make_qp(const qp::QpFactory& factory);
@@ -170,20 +194,30 @@ class Connection {
 
   prov::Provider& provider_;
   const Profile& profile_;
-  uint32_t peer_;
-  uint32_t lane_;
-  Role role_;
+  ConnectionObserver* observer_;
+  // What the owner said this connection is, fixed at creation.
+  struct Given {
+    uint64_t tag;
+    uint32_t peer;
+    uint32_t lane;
+    Role role;
+    PrivateData private_data;
+    PrivateData reject_data;
+  };
+  Given given_;
   State state_;
-  PrivateData private_data_;
-  PrivateData reject_data_;
   // Declared before qp_ so the id goes after the QP: a transport that never took the QP
   // gets it destroyed while the id still names the connection in logs.
   std::unique_ptr<prov::CmId> id_;
   std::unique_ptr<prov::Qp> qp_;
-  std::optional<prov::Ece> offered_;
-  ece::Report ece_;
-  uint32_t remote_qpn_ = 0;
-  bool qpless_ = false;
+  // What the peer and the negotiation answered.
+  struct Answered {
+    std::optional<prov::Ece> offered;  // active: what our REQ carried
+    ece::Report ece;
+    uint32_t remote_qpn = 0;
+    bool qpless = false;  // a notice: connected without a QP (notify())
+  };
+  Answered ans_;
   // Only a failed connection has one: kept out of line so that the common case stays small.
   std::unique_ptr<Failure> failure_;
   Timings t_;

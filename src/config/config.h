@@ -93,6 +93,9 @@ std::vector<std::string> check_file(const std::string& path);
 std::vector<std::string> check_string(std::string_view text, std::string_view name,
                                       const LoadOptions& opts = {});
 
+// The table's defaults alone (no file, no environment): the one source of every default.
+const Settings& built_in();
+
 // config/default.toml as generated from the table: every key, its help, type and default.
 std::string default_toml();
 

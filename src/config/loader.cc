@@ -262,4 +262,15 @@ std::vector<std::string> check_string(std::string_view text, std::string_view na
   return loader.errors();
 }
 
+const Settings& built_in() {
+  static const Settings s = [] {
+    LoadOptions o;
+    o.search_paths.clear();  // no file, no environment: the table alone
+    auto c = load(o);
+    // The table's own defaults failing to load is a bug of the table (tests catch it).
+    return c ? c->settings() : Settings{};
+  }();
+  return s;
+}
+
 }  // namespace wireup::config

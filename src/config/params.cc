@@ -46,9 +46,6 @@ const Param kParams[] = {
     {.section = "device", .key = "port", .type = T::integer, .default_toml = "1",
      .help = "Port number on the chosen device; a port that is not ACTIVE is skipped.",
      .min = 1, .max = 255, .store = WIREUP_STORE(device, port)},
-    {.section = "device", .key = "gid_index", .type = T::integer, .default_toml = "-1",
-     .help = "GID table index for RoCE; -1 lets the CM choose from the bound address.",
-     .min = -1, .max = 255, .store = WIREUP_STORE(device, gid_index)},
     {.section = "device", .key = "local_rank", .type = T::integer, .default_toml = "-1",
      .help = "This process's rank among those on the node, used to spread processes over equally "
              "near devices; -1 = read it from the launcher (OMPI_COMM_WORLD_LOCAL_RANK, ...).",

@@ -21,7 +21,6 @@ struct DeviceSettings {
   std::vector<std::string> include;  // if non-empty, only these devices are candidates
   std::vector<std::string> exclude;  // never use these devices
   int port = 1;                      // port number on the chosen device
-  int gid_index = -1;                // -1: let the CM pick the GID
   int local_rank = -1;               // -1: taken from the launcher's environment elsewhere
   bool operator==(const DeviceSettings&) const = default;
 };

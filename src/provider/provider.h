@@ -8,11 +8,18 @@
 //    as rdma_destroy_id(3) requires (the real call blocks until then).
 //  - EventChannel::get_event() never blocks: ErrorCode::would_block when nothing is pending.
 //    Provider::wait() is the only blocking call; on sim it advances the virtual clock.
-//  - An EventChannel must outlive every id on it (rdma_destroy_id talks to the channel).
+//  - An EventChannel must outlive every id on it (rdma_destroy_id talks to the channel). Both
+//    providers count a channel's ids; one destroyed with ids still on it says so at error
+//    level and keeps those ids safe to destroy later (rdma: the native channel is left open).
+//  - Events are dispatched by type, not by a void*: every id carries a Route (the sink that
+//    handles its events and a tag the sink chose), set when the id is created and again when
+//    it is migrated; dispatch() hands each event to its id's sink.
 //  - A CmEvent must be acked (ack() or its destructor) before its id is migrated or destroyed.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -72,6 +79,25 @@ class CmEvent {
   std::unique_ptr<EventAck> ack_;
 };
 
+// Handles the events of the ids routed to it. Called by dispatch() with the event un-acked;
+// the event is acked when the handler returns, unless the handler acked it already.
+class CmEventSink {
+ public:
+  virtual void on_cm_event(CmEvent& ev) = 0;
+
+ protected:
+  ~CmEventSink() = default;
+};
+
+// Where an id's events go: a sink, and a tag of the sink's choosing (e.g. which pair).
+struct Route {
+  CmEventSink* sink = nullptr;
+  uint64_t tag = 0;
+  constexpr Route() = default;
+  constexpr Route(std::nullptr_t) {}
+  constexpr Route(CmEventSink* s, uint64_t t = 0) : sink(s), tag(t) {}
+};
+
 class EventChannel {
  public:
   virtual ~EventChannel() = default;
@@ -81,9 +107,16 @@ class EventChannel {
   virtual Result<CmEvent> get_event() = 0;
 };
 
+// Takes up to `max` events from `ch` and hands each to its id's sink (a CONNECT_REQUEST to the
+// listener's). Events of ids without a sink are acked and counted in `unrouted` (if given).
+// Returns the number of events handled; a channel error other than would_block is logged.
+int dispatch(EventChannel& ch, int max, size_t* unrouted = nullptr);
+
 class CmId {
  public:
   virtual ~CmId() = default;
+  CmId(const CmId&) = delete;
+  CmId& operator=(const CmId&) = delete;
   virtual Status bind_addr(const SockAddr& addr) = 0;
   virtual Status resolve_addr(const SockAddr* src, const SockAddr& dst, int timeout_ms) = 0;
   virtual Status resolve_route(int timeout_ms) = 0;
@@ -104,8 +137,9 @@ class CmId {
   virtual Status set_local_ece(const Ece& ece) = 0;
   virtual Result<Ece> get_remote_ece() = 0;
   // rdma_migrate_id: pending events move along; blocks (rdma) while an event of this id
-  // retrieved from the old channel is un-acked.
-  virtual Status migrate(EventChannel& to) = 0;
+  // retrieved from the old channel is un-acked. On success the id's events go to `r`.
+  Status migrate(EventChannel& to, Route r);
+  Status migrate(EventChannel& to) { return migrate(to, route_); }
 
   virtual SockAddr local_addr() const = 0;
   virtual SockAddr peer_addr() const = 0;
@@ -114,8 +148,16 @@ class CmId {
   virtual Device* device() const = 0;
   virtual uint8_t port_num() const = 0;
   virtual EventChannel* channel() const = 0;
+  const Route& route() const { return route_; }
+  void set_route(Route r) { route_ = r; }
 
-  void* user_context = nullptr;  // the owner's back-pointer, for event dispatch
+ protected:
+  explicit CmId(Route r) : route_(r) {}
+  // The provider's rdma_migrate_id; migrate() re-routes the id once it succeeded.
+  virtual Status migrate_native(EventChannel& to) = 0;
+
+ private:
+  Route route_;
 };
 
 class Mr {
@@ -187,8 +229,7 @@ class Provider {
   // Devices the CM can use; no_device with one clear sentence when there are none.
   virtual Result<std::vector<Device*>> devices() = 0;
   virtual Result<std::unique_ptr<EventChannel>> create_channel() = 0;
-  virtual Result<std::unique_ptr<CmId>> create_id(EventChannel& ch, PortSpace ps,
-                                                  void* user_context) = 0;
+  virtual Result<std::unique_ptr<CmId>> create_id(EventChannel& ch, PortSpace ps, Route route) = 0;
   // Waits until one of `channels` has an event or `timeout` passes (ok either way; a
   // timeout is not an error). On sim this advances the virtual clock.
   virtual Status wait(std::span<EventChannel* const> channels, Nanos timeout) = 0;

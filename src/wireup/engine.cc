@@ -1,5 +1,7 @@
-// Engine lifecycle, the active side, retries and the progress loop.
-// The passive side (requests, strangers) is in engine_passive.cc.
+// Engine lifecycle: creation, the peer table, start, the progress loop and its timers, event
+// dispatch, the end of the setup channel, teardown.
+// The active side is in engine_active.cc, the passive side and the steady channel in
+// engine_passive.cc, the RTU repair in engine_repair.cc.
 #include "wireup/engine.h"
 
 #include <algorithm>
@@ -15,134 +17,7 @@ Error bad_option(const std::string& what) {
   return Error::make(ErrorCode::invalid_argument, "Engine::create", what);
 }
 
-}  // namespace
-
-std::string PeerError::describe() const {
-  std::string s = "rank " + std::to_string(peer) + " lane " + std::to_string(lane) + " (" +
-                  (role == cm::Role::active ? "active" : "passive") + ", " + std::to_string(attempts) +
-                  " attempt" + (attempts == 1 ? "" : "s") + "): " + failure.describe();
-  if (failure.kind == cm::FailKind::rejected) {
-    auto h = decode(failure.private_data);
-    if (h && h->kind == WireKind::reject) s += " [peer said: " + std::string(to_string(h->reason)) + "]";
-  }
-  return s;
-}
-
-Engine::Engine(prov::Provider& p, EngineOptions o, qp::QpFactory f)
-    : prov_(p), opt_(std::move(o)), profile_(make_profile(opt_)), factory_(std::move(f)),
-      rng_(opt_.seed != 0 ? opt_.seed : 0x9e3779b97f4a7c15ULL * (opt_.rank + 1)) {}
-
-Engine::~Engine() {
-  // Ids go before their channels (members are destroyed in reverse order, but the slots'
-  // connections live in a map declared after the channels, so make the order explicit).
-  graveyard_.clear();
-  notices_.clear();
-  slots_.clear();
-  listener_.reset();
-}
-
-Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions o, qp::QpFactory factory) {
-  if (o.nranks == 0) return bad_option("nranks is 0");
-  if (o.rank >= o.nranks) return bad_option("rank " + std::to_string(o.rank) + " >= nranks " + std::to_string(o.nranks));
-  if (o.lanes == 0 || o.lanes > 65535) return bad_option("lanes " + std::to_string(o.lanes) + " outside [1, 65535]");
-  if (o.job_key == 0) return bad_option("job_key is 0: every rank of a job must share one non-zero key");
-  if (o.connect_window == 0) return bad_option("connect_window is 0");
-  if (o.qp_window == 0) return bad_option("qp_window is 0");
-  if (o.max_attempts == 0) return bad_option("max_attempts is 0");
-  if (o.backoff_jitter < 0 || o.backoff_jitter > 1) return bad_option("backoff_jitter outside [0, 1]");
-  if (o.listen_addr.empty()) return bad_option("listen_addr is not set");
-  if (o.listen_addr.family() == AF_INET && o.listen_addr.ipv4_addr() == 0)
-    return bad_option("listen_addr 0.0.0.0: peers need a specific address to reach (the device's IP)");
-  if (!factory) return bad_option("no QP factory");
-  WIREUP_TRY(qp::validate(o.qp));
-  std::unique_ptr<Engine> e(new Engine(p, std::move(o), std::move(factory)));
-  auto steady = p.create_channel();
-  if (!steady) return steady.error();
-  e->steady_ = std::move(steady).value();
-  auto setup = p.create_channel();
-  if (!setup) return setup.error();
-  e->setup_ = std::move(setup).value();
-  WIREUP_TRY(e->listen());
-  return e;
-}
-
-Status Engine::listen() {
-  auto id = prov_.create_id(*setup_, prov::PortSpace::tcp, nullptr);  // null context = listener
-  if (!id) return id.error();
-  listener_ = std::move(id).value();
-  WIREUP_TRY(listener_->bind_addr(opt_.listen_addr));
-  return listener_->listen(opt_.backlog);
-}
-
-std::vector<uint8_t> Engine::local_address() const {
-  return listener_ ? encode_address(listener_->local_addr()) : std::vector<uint8_t>();
-}
-
-Status Engine::set_peers(std::span<const Peer> peers) {
-  if (started_) return Error::make(ErrorCode::invalid_state, "Engine::set_peers", "wireup already started");
-  std::vector<std::pair<uint32_t, prov::SockAddr>> table;  // sorted below
-  table.reserve(peers.size());
-  std::vector<bool> listed(opt_.nranks, false);  // in `table` already
-  std::string problems;
-  auto note = [&](size_t i, uint32_t rank, const std::string& what) {
-    problems += (problems.empty() ? "" : "; ") + std::string("entry ") + std::to_string(i) + " (rank " +
-                std::to_string(rank) + "): " + what;
-  };
-  for (size_t i = 0; i < peers.size(); ++i) {
-    const Peer& pe = peers[i];
-    if (pe.rank >= opt_.nranks) { note(i, pe.rank, "rank >= nranks " + std::to_string(opt_.nranks)); continue; }
-    if (listed[pe.rank] || (pe.rank == opt_.rank && i > 0 && problems.find("self") != std::string::npos)) {
-      note(i, pe.rank, "rank listed twice");
-      continue;
-    }
-    auto a = decode_address(pe.address);
-    if (!a) { note(i, pe.rank, a.error().detail); continue; }
-    if (pe.rank == opt_.rank) continue;  // our own entry, as an allgather gives it
-    table.emplace_back(pe.rank, *a);
-    listed[pe.rank] = true;
-  }
-  if (!problems.empty())
-    return Error::make(ErrorCode::invalid_argument, "Engine::set_peers", "bad peer table: " + problems);
-  std::sort(table.begin(), table.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  peers_.assign(std::move(table));
-  return Status::ok();
-}
-
-Status Engine::start() {
-  if (started_) return Error::make(ErrorCode::invalid_state, "Engine::start", "already started");
-  const std::vector<uint32_t>& ranks = peers_.ranks();
-  std::vector<uint32_t> out = plan::outgoing(opt_.rank, opt_.nranks, ranks);
-  std::vector<uint32_t> in = plan::incoming(opt_.rank, opt_.nranks, ranks);
-  const size_t n_active = out.size() * opt_.lanes, n_passive = in.size() * opt_.lanes;
-  std::vector<uint64_t> keys;
-  keys.reserve(n_active + n_passive);
-  start_order_.reserve(n_active);
-  // Lane-major: every peer's lane 0 before anyone's lane 1 spreads the load.
-  for (uint32_t lane = 0; lane < opt_.lanes; ++lane) {
-    for (uint32_t p : out) {
-      keys.push_back(key(p, lane));
-      start_order_.push_back(key(p, lane));
-    }
-    for (uint32_t p : in) keys.push_back(key(p, lane));
-  }
-  slots_.build(std::move(keys));
-  for (auto& [k, s] : slots_) {
-    s.peer = static_cast<uint32_t>(k >> 16);
-    s.lane = static_cast<uint16_t>(k & 0xffff);
-    s.role = cm::Role::passive;
-  }
-  for (uint64_t k : start_order_) slots_.at(k).role = cm::Role::active;
-  // Sized from the plan: no growth (and no spare capacity) on the per-connection path.
-  results_.reserve(slots_.size());
-  stats_.reserve(n_active, n_passive);
-  open_pairs_ = slots_.size();
-  started_ = true;
-  deadline_ = now() + opt_.wireup_timeout;
-  maybe_end_setup();
-  return Status::ok();
-}
-
-cm::Profile Engine::make_profile(const EngineOptions& o) {
+cm::Profile make_profile(const EngineOptions& o) {
   cm::Profile pr;
   prov::SockAddr src = o.listen_addr;
   src.set_port(0);
@@ -157,361 +32,273 @@ cm::Profile Engine::make_profile(const EngineOptions& o) {
   return pr;
 }
 
-cm::Spec Engine::spec_for(const Slot& s) const {
-  cm::Spec spec;
-  spec.peer = s.peer;
-  spec.lane = s.lane;
-  spec.profile = &profile_;
-  // The passive side needs it too: a rtu_lost notice goes to the active peer's listener.
-  if (auto a = peers_.address(s.peer)) spec.remote = *a;
-  WireHeader h;
-  h.kind = s.role == cm::Role::active ? WireKind::request : WireKind::accept;
-  h.job_key = opt_.job_key;
-  h.src_rank = opt_.rank;
-  h.dst_rank = s.peer;
-  h.lane = s.lane;
-  h.attempt = s.attempt;
-  static_assert(kWireHeaderSize <= cm::PrivateData::kCapacity);
-  (void)spec.private_data.assign(encode(h));  // fits: checked above
-  // Not a stranger's reject: it carries the pair, so the peer's PeerError names the reason.
-  h.kind = WireKind::reject;
-  h.reason = RejectCode::local_failure;
-  (void)spec.reject_data.assign(encode(h));
-  return spec;
+Status check_options(const EngineOptions& o, const qp::QpFactory& factory) {
+  if (o.nranks == 0) return bad_option("nranks is 0");
+  if (o.rank >= o.nranks) return bad_option("rank " + std::to_string(o.rank) + " >= nranks " + std::to_string(o.nranks));
+  if (o.backlog <= 0) return bad_option("backlog " + std::to_string(o.backlog) + " is not positive");
+  if (o.wireup_timeout <= Nanos{0}) return bad_option("wireup_timeout is not positive");
+  if (o.resolve_addr_timeout_ms <= 0 || o.resolve_route_timeout_ms <= 0)
+    return bad_option("resolve_addr/route timeouts must be positive");
+  if (o.lanes == 0 || o.lanes > 65535) return bad_option("lanes " + std::to_string(o.lanes) + " outside [1, 65535]");
+  if (o.job_key == 0) return bad_option("job_key is 0: every rank of a job must share one non-zero key");
+  if (o.connect_window == 0) return bad_option("connect_window is 0");
+  if (o.qp_window == 0) return bad_option("qp_window is 0");
+  if (o.max_attempts == 0) return bad_option("max_attempts is 0");
+  if (o.backoff_jitter < 0 || o.backoff_jitter > 1) return bad_option("backoff_jitter outside [0, 1]");
+  if (o.listen_addr.empty()) return bad_option("listen_addr is not set");
+  if (o.listen_addr.family() == AF_INET && o.listen_addr.ipv4_addr() == 0)
+    return bad_option("listen_addr 0.0.0.0: peers need a specific address to reach (the device's IP)");
+  if (!factory) return bad_option("no QP factory");
+  return qp::validate(o.qp);
 }
 
-Nanos Engine::backoff(uint32_t attempt) {
-  double base = static_cast<double>(opt_.backoff_initial.count());
-  for (uint32_t i = 1; i < attempt && base < static_cast<double>(opt_.backoff_max.count()); ++i) base *= 2;
-  base = std::min(base, static_cast<double>(opt_.backoff_max.count()));
-  std::uniform_real_distribution<double> u(-opt_.backoff_jitter, opt_.backoff_jitter);
-  return Nanos(static_cast<int64_t>(base * (1.0 + u(rng_))));
-}
+}  // namespace
 
-bool Engine::retryable(const cm::Failure& f) const {
-  using cm::FailKind;
-  switch (f.kind) {
-    case FailKind::unreachable:
-    case FailKind::address_error:
-    case FailKind::route_error:
-    case FailKind::connect_error:
-      return true;
-    case FailKind::rejected: {
-      if (f.status == prov::reject_reason::no_listener) return true;  // peer not listening yet
-      if (f.status != prov::reject_reason::consumer) return false;    // 35 (ECE) and others
-      auto h = decode(f.private_data);
-      if (!h || h->kind != WireKind::reject) return true;  // not our reject: a transient refusal
-      return h->reason == RejectCode::local_failure || h->reason == RejectCode::stale_attempt;
+Engine::Engine(prov::Provider& p, Fixed f)
+    : prov_(p), fixed_(std::move(f)),
+      admission_(fixed_.opt.connect_window, fixed_.opt.qp_window),
+      retries_(RetryPolicy{fixed_.opt.max_attempts, fixed_.opt.backoff_initial, fixed_.opt.backoff_max,
+                           fixed_.opt.backoff_jitter},
+               fixed_.opt.seed != 0 ? fixed_.opt.seed : 0x9e3779b97f4a7c15ULL * (fixed_.opt.rank + 1)) {}
+
+Engine::~Engine() { teardown(); }
+
+void Engine::teardown() {
+  // Ids before their channels: connections (QP, then id) and established ids first, then
+  // the listener, then the setup channel (anything still queued on it is dropped unread).
+  if (channels_.setup) channels_.setup->graveyard.clear();
+  pairs_.clear();
+  if (channels_.setup) {
+    channels_.setup->listener.reset();
+    while (channels_.setup->channel->get_event()) {
     }
-    default:
-      return false;
+    channels_.setup.reset();
   }
 }
 
-int Engine::start_connects() {
-  int work = 0;
-  const Nanos t = now();
-  while (in_flight_ < opt_.connect_window) {
-    uint64_t k;
-    if (!retry_at_.empty() && retry_at_.begin()->first <= t) {
-      k = retry_at_.begin()->second;
-      retry_at_.erase(retry_at_.begin());
-    } else if (next_start_ < start_order_.size()) {
-      k = start_order_[next_start_++];
-    } else {
-      break;
-    }
-    Slot& s = slots_.at(k);
-    if (s.state != SlotState::waiting) continue;
-    ++s.attempt;
-    ++stats_.connects_started;
-    if (s.first_start == cm::kUnset) s.first_start = t;
-    auto c = cm::Connection::start(prov_, *setup_, spec_for(s));
-    ++work;
-    s.state = SlotState::in_flight;
-    ++in_flight_;
-    if (!c) {
-      // No connection object: record the failure against a placeholder-free slot.
-      --in_flight_;
-      s.state = SlotState::waiting;
-      cm::Failure f{cm::FailKind::local_error, 0, {}, c.error()};
-      fail_slot(s, f);
+Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions o, qp::QpFactory factory) {
+  WIREUP_TRY(check_options(o, factory));
+  cm::Profile profile = make_profile(o);
+  Wire wire(o.job_key, o.rank);
+  std::unique_ptr<Engine> e(new Engine(p, Fixed{std::move(o), std::move(profile), wire, std::move(factory)}));
+  auto steady = p.create_channel();
+  if (!steady) return steady.error();
+  e->channels_.steady = std::move(steady).value();
+  auto setup = p.create_channel();
+  if (!setup) return setup.error();
+  e->channels_.setup = std::make_unique<Setup>();
+  e->channels_.setup->channel = std::move(setup).value();
+  WIREUP_TRY(e->listen());
+  return e;
+}
+
+Status Engine::listen() {
+  Setup& s = *channels_.setup;
+  auto id = prov_.create_id(*s.channel, prov::PortSpace::tcp,
+                            prov::Route(static_cast<prov::CmEventSink*>(this), kListenerTag));
+  if (!id) return id.error();
+  s.listener = std::move(id).value();
+  if (opt().reuseaddr) WIREUP_TRY(s.listener->set_reuseaddr(true));
+  WIREUP_TRY(s.listener->bind_addr(opt().listen_addr));
+  return s.listener->listen(opt().backlog);
+}
+
+std::vector<uint8_t> Engine::local_address() const {
+  const Setup* s = channels_.setup.get();
+  return s && s->listener ? encode_address(s->listener->local_addr()) : std::vector<uint8_t>();
+}
+
+Status Engine::set_peers(std::span<const Peer> peers) {
+  if (life_.started) return Error::make(ErrorCode::invalid_state, "Engine::set_peers", "wireup already started");
+  const uint32_t nranks = opt().nranks;
+  std::vector<std::pair<uint32_t, prov::SockAddr>> table;  // sorted below
+  table.reserve(peers.size());
+  std::vector<bool> listed(nranks, false);  // in `table`, or our own entry, already
+  std::string problems;
+  auto note = [&](size_t i, uint32_t rank, const std::string& what) {
+    problems += (problems.empty() ? "" : "; ") + std::string("entry ") + std::to_string(i) + " (rank " +
+                std::to_string(rank) + "): " + what;
+  };
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const Peer& pe = peers[i];
+    if (pe.rank >= nranks) {
+      note(i, pe.rank, "rank >= nranks " + std::to_string(nranks));
       continue;
     }
-    s.conn = std::move(c).value();
-    s.conn->owner = &s;
-  }
-  return work;
-}
-
-int Engine::grant_qps() {
-  int work = 0;
-  // Passive first: accepting is what lets the peers' connects (and so their windows) finish.
-  for (cm::Role role : {cm::Role::passive, cm::Role::active}) {
-    auto& q = qp_waiters_[static_cast<int>(role)];
-    uint32_t& in_flight = qps_in_flight_[static_cast<int>(role)];
-    while (in_flight < opt_.qp_window && !q.empty()) {
-      uint64_t k = q.front();
-      q.pop_front();
-      auto it = slots_.find(k);
-      if (it == slots_.end()) continue;
-      Slot& s = it->second;
-      if (s.state != SlotState::in_flight || !s.conn || s.qp_counted) continue;
-      cm::Connection& c = *s.conn;
-      if (c.state() != cm::State::route_resolved && c.state() != cm::State::requested) continue;
-      ++in_flight;
-      s.qp_counted = true;
-      Status st = role == cm::Role::active ? c.connect(factory_) : c.accept(factory_);
-      if (!st) WIREUP_LOG(debug, "rank %u lane %u: %s", s.peer, s.lane, st.message().c_str());
-      after_event(s);
-      ++work;
+    if (listed[pe.rank]) {
+      note(i, pe.rank, "rank listed twice");
+      continue;
     }
+    auto a = decode_address(pe.address);
+    if (!a) {
+      note(i, pe.rank, a.error().detail);
+      continue;
+    }
+    listed[pe.rank] = true;
+    if (pe.rank == opt().rank) continue;  // our own entry, as an allgather gives it
+    table.emplace_back(pe.rank, *a);
   }
-  return work;
+  if (!problems.empty())
+    return Error::make(ErrorCode::invalid_argument, "Engine::set_peers", "bad peer table: " + problems);
+  std::sort(table.begin(), table.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  peers_.assign(std::move(table));
+  return Status::ok();
 }
 
-bool Engine::qp_ready() const {
-  for (int r = 0; r < 2; ++r)
-    if (!qp_waiters_[r].empty() && qps_in_flight_[r] < opt_.qp_window) return true;
-  return false;
-}
-
-void Engine::after_event(Slot& s) {
-  if (!s.conn) return;
-  cm::Connection& c = *s.conn;
-  switch (c.state()) {
-    case cm::State::route_resolved:
-    case cm::State::requested:
-      if (!s.qp_counted) qp_waiters_[static_cast<int>(s.role)].push_back(key(s.peer, s.lane));
-      return;
-    case cm::State::established:
-      if (s.state != SlotState::established) finish_slot(s);
-      return;
-    case cm::State::failed:
-      settle_failure(s);
-      return;
-    default:
-      return;
+Status Engine::start() {
+  if (life_.started) return Error::make(ErrorCode::invalid_state, "Engine::start", "already started");
+  const EngineOptions& o = opt();
+  const std::vector<uint32_t>& ranks = peers_.ranks();
+  std::vector<uint32_t> out = plan::outgoing(o.rank, o.nranks, ranks);
+  std::vector<uint32_t> in = plan::incoming(o.rank, o.nranks, ranks);
+  std::vector<uint64_t> active, passive;
+  active.reserve(out.size() * o.lanes);
+  passive.reserve(in.size() * o.lanes);
+  // Lane-major: every peer's lane 0 before anyone's lane 1 spreads the load.
+  for (uint32_t lane = 0; lane < o.lanes; ++lane) {
+    for (uint32_t p : out) active.push_back(pair_key(p, lane));
+    for (uint32_t p : in) passive.push_back(pair_key(p, lane));
   }
+  pairs_.build(active, passive);
+  // Sized from the plan: no growth (and no spare capacity) on the per-connection path.
+  records_.reserve(pairs_.size());
+  stats_.reserve(active.size(), passive.size());
+  life_.started = true;
+  life_.deadline = now() + o.wireup_timeout;
+  maybe_end_setup();
+  return Status::ok();
 }
 
-void Engine::release_windows(Slot& s) {
-  if (s.role == cm::Role::active && s.state == SlotState::in_flight) --in_flight_;
-  if (s.qp_counted) {
-    --qps_in_flight_[static_cast<int>(s.role)];
-    s.qp_counted = false;
-  }
-}
+// --- dispatch --------------------------------------------------------------------------------
 
-void Engine::finish_slot(Slot& s) {
-  cm::Connection& c = *s.conn;
-  release_windows(s);
-  // Every event of the id was acked before we got here: the migration cannot block.
-  if (Status m = c.migrate(*steady_); !m) {
-    cm::Failure f{cm::FailKind::local_error, 0, {}, m.error()};
-    graveyard_.push_back(std::move(s.conn));
-    s.state = SlotState::waiting;
-    fail_slot(s, f);
+void Engine::on_cm_event(prov::CmEvent& ev) {
+  if (ev.type == prov::CmEventType::connect_request) return handle_request(ev);
+  if (ev.id->route().tag == kListenerTag) {
+    WIREUP_LOG(warn, "rank %u: listener event %s", opt().rank, ev.describe().c_str());
     return;
   }
-  s.state = SlotState::established;
-  --open_pairs_;
-  if (s.role == cm::Role::active) {
-    ++stats_.established_active;
-    last_active_established_ = now();
-  } else {
-    ++stats_.established_passive;
-  }
-  stats_.record(c, s.first_start);
-  ConnResult r;
-  r.peer = s.peer;
-  r.lane = s.lane;
-  r.role = s.role;
-  r.qp = c.qp();
-  r.local_qpn = c.qp() ? c.qp()->qpn() : 0;
-  r.remote_qpn = c.remote_qpn();
-  r.ece = c.ece();
-  if (c.qp()) r.device = c.qp()->device().info().name.c_str();
-  r.timings = c.timings();
-  r.attempts = s.attempt;
-  s.result = static_cast<uint32_t>(results_.size());
-  results_.push_back(std::move(r));
-  passive_failures_.erase(key(s.peer, s.lane));
-  // Keep only what an established connection needs; the state machine goes.
-  s.qp = c.take_qp();
-  s.id = c.take_id();
-  s.id->user_context = &s;
-  graveyard_.push_back(std::move(s.conn));
+  answer_steady(ev);
 }
 
-void Engine::settle_failure(Slot& s) {
-  cm::Failure f = s.conn->failure();
-  release_windows(s);
-  graveyard_.push_back(std::move(s.conn));
-  s.state = SlotState::waiting;
-  fail_slot(s, f);
+void Engine::on_connection_changed(cm::Connection& c) {
+  // Only a connection the engine still holds reports here (retire() detaches the others),
+  // and a pair holds at most one: either its connect or its rtu_lost notice.
+  Pair* p = pairs_.at(c.tag());
+  if (p == nullptr) return;
+  if (auto* cs = p->as<Connecting>(); cs && cs->conn.get() == &c) return after_event(*p);
+  if (auto* pr = p->as<Probing>(); pr && pr->notice->conn.get() == &c) return after_notice(*p);
+  WIREUP_LOG(error, "rank %u: event of a connection to rank %u lane %u that the pair (%s) does not hold", opt().rank,
+             c.peer(), c.lane(), to_string(p->state()));
 }
 
-void Engine::fail_slot(Slot& s, const cm::Failure& f) {
-  stats_.failures[cm::to_string(f.kind)]++;
-  if (f.kind == cm::FailKind::rejected) stats_.rejects_received[f.status]++;
-  if (s.role == cm::Role::passive) {
-    // The peer drives retries of its own pairs; stay ready for its next attempt and report
-    // this failure only if nothing better arrives before the deadline.
-    passive_failures_[key(s.peer, s.lane)] = f;
-    // UNREACHABLE on the passive side means our REP retries ran out: either every REP was
-    // lost (the peer will retry with a newer attempt) or every RTU was (the peer is
-    // established and would never retry). Only the peer knows which: ask it.
-    if (f.kind == cm::FailKind::unreachable) start_notice(s);
-    return;
-  }
-  if (retryable(f) && s.attempt < opt_.max_attempts) {
-    ++stats_.retries;
-    retry_at_.emplace(now() + backoff(s.attempt), key(s.peer, s.lane));
-    WIREUP_LOG(info, "rank %u lane %u attempt %u: %s; retrying", s.peer, s.lane, s.attempt, f.describe().c_str());
-    return;
-  }
-  give_up(s, f);
+void Engine::retire(std::unique_ptr<cm::Connection> c) {
+  if (!c) return;
+  c->detach();
+  if (channels_.setup) channels_.setup->graveyard.push_back(std::move(c));
+  // (without a setup channel no connection can exist: its id lived there)
 }
 
-void Engine::give_up(Slot& s, const cm::Failure& f) {
-  s.state = SlotState::failed;
-  --open_pairs_;
-  ++stats_.failed;
-  PeerError e{s.peer, s.lane, s.role, s.attempt, f};
-  WIREUP_LOG(warn, "wireup: %s", e.describe().c_str());
-  errors_.push_back(std::move(e));
-}
-
-void Engine::expire() {
-  // A notice still in flight has nobody left to act on its answer.
-  for (auto& [k, n] : notices_)
-    if (n.conn) graveyard_.push_back(std::move(n.conn));
-  notices_.clear();
-  for (auto& [k, s] : slots_) {
-    if (s.state == SlotState::established || s.state == SlotState::failed) continue;
-    cm::Failure f;
-    if (auto pf = passive_failures_.find(k); pf != passive_failures_.end()) f = pf->second;
-    if (s.conn) {
-      release_windows(s);
-      graveyard_.push_back(std::move(s.conn));
-    }
-    if (f.kind == cm::FailKind::none || s.role == cm::Role::active) {
-      f = cm::Failure{};
-      f.kind = cm::FailKind::timed_out;
-      f.error = Error::make(ErrorCode::timed_out, "wireup",
-                            s.role == cm::Role::active ? "no connection before the wireup timeout"
-                                                       : "the peer never connected before the wireup timeout");
-      f.error.peer = "rank " + std::to_string(s.peer);
-    }
-    stats_.failures[cm::to_string(cm::FailKind::timed_out)]++;
-    give_up(s, f);
-  }
-  retry_at_.clear();
-  for (auto& q : qp_waiters_) q.clear();
-}
-
-Nanos Engine::linger_until() const {
-  if (last_active_established_ == cm::kUnset || opt_.rtu_linger <= Nanos{0}) return Nanos{0};
-  return last_active_established_ + opt_.rtu_linger;
-}
-
-void Engine::maybe_end_setup() {
-  if (!started_ || open_pairs_ != 0 || !setup_) return;
-  // Every pair is settled, but a passive peer may still be re-sending the REP of a
-  // connection we initiated and will ask about it when its retries run out (rtu_linger).
-  if (now() < linger_until()) return;
-  // Nobody needs our listener any more; turn away what is still queued, then close.
-  listener_.reset();
-  drain_setup();
-  graveyard_.clear();
-  setup_.reset();
-  // What only connecting needed: established pairs never look at it again.
-  peers_.release_addresses();
-  std::vector<uint64_t>().swap(start_order_);
-  next_start_ = 0;
-  for (auto& q : qp_waiters_) q.release();
-  std::vector<std::unique_ptr<cm::Connection>>().swap(graveyard_);
-  WIREUP_LOG(info, "rank %u: wireup done, setup channel closed", opt_.rank);
-}
+// --- progress and timers ---------------------------------------------------------------------
 
 Result<int> Engine::progress() {
-  if (!started_) return Error::make(ErrorCode::invalid_state, "Engine::progress", "start() not called");
+  if (!life_.started) return Error::make(ErrorCode::invalid_state, "Engine::progress", "start() not called");
   int work = 0;
-  if (open_pairs_ > 0 && now() >= deadline_) {
+  if (pairs_.open() > 0 && now() >= life_.deadline) {
     expire();
     ++work;
   }
-  if (setup_) work += drain_setup();
+  if (channels_.setup) {
+    // Bounded per call so a connection storm cannot starve the steady channel or the caller.
+    const int n = prov::dispatch(*channels_.setup->channel, 256);
+    stats_[Counter::events] += static_cast<uint64_t>(n);
+    work += n;
+  }
   work += drain_steady();
-  if (setup_) {
+  if (channels_.setup) {
     work += start_connects();
     work += grant_qps();
-    work += start_notices();
+    work += start_due_notices();
+    channels_.setup->graveyard.clear();  // every event of these ids was acked in the loops above
   }
-  graveyard_.clear();  // every event of these ids was acked in the drains above
   maybe_end_setup();
   return work;
 }
 
+Nanos Engine::next_wakeup() const {
+  if (!life_.started) return Nanos::max();
+  const Nanos t = now();
+  if (pairs_.open() == 0) return channels_.setup ? std::max(t, linger_until()) : Nanos::max();
+  const bool room = admission_.connect_room();
+  if (room && !pairs_.all_started()) return t;
+  if (admission_.qp_grant_ready()) return t;
+  Nanos w = life_.deadline;
+  if (room) w = std::min(w, retries_.next_due(RetryScheduler::Queue::connect));
+  w = std::min(w, retries_.next_due(RetryScheduler::Queue::notice));
+  return std::max(t, w);
+}
+
 Status Engine::wait(Nanos timeout) {
-  Nanos t = now();
-  Nanos until = t + timeout;
-  if (open_pairs_ > 0) until = std::min(until, deadline_);
-  if (!retry_at_.empty() && in_flight_ < opt_.connect_window) until = std::min(until, retry_at_.begin()->first);
-  for (auto& [k, n] : notices_)
-    if (n.due != cm::kUnset) until = std::min(until, n.due);
-  if (open_pairs_ == 0 && setup_) until = std::min(until, linger_until());
-  if (qp_ready()) until = t;
+  const Nanos t = now();
+  const Nanos until = std::min(t + timeout, next_wakeup());
   if (until <= t) return Status::ok();
-  std::vector<prov::EventChannel*> chans;
-  if (setup_) chans.push_back(setup_.get());
-  chans.push_back(steady_.get());
-  return prov_.wait(chans, until - t);
+  auto ch = channels();
+  return prov_.wait(ch, until - t);
+}
+
+Nanos Engine::linger_until() const {
+  if (life_.last_active_established == cm::kUnset || opt().rtu_linger <= Nanos{0}) return Nanos{0};
+  return life_.last_active_established + opt().rtu_linger;
+}
+
+void Engine::maybe_end_setup() {
+  if (!life_.started || pairs_.open() != 0 || !channels_.setup) return;
+  // Every pair is settled, but a passive peer may still be re-sending the REP of a
+  // connection we initiated and will ask about it when its retries run out (rtu_linger).
+  if (now() < linger_until()) return;
+  // Nobody needs our listener any more: turn away what is still queued, then close.
+  Setup& s = *channels_.setup;
+  s.closing = true;
+  stats_[Counter::events] += static_cast<uint64_t>(prov::dispatch(*s.channel, 1 << 20));
+  s.graveyard.clear();
+  channels_.setup.reset();
+  // What only connecting needed: established pairs never look at it again.
+  peers_.release_addresses();
+  pairs_.release_start_order();
+  admission_.drop_waiters();
+  WIREUP_LOG(info, "rank %u: wireup done, setup channel closed", opt().rank);
 }
 
 std::vector<int> Engine::fds() const {
   std::vector<int> v;
-  if (setup_ && setup_->fd() >= 0) v.push_back(setup_->fd());
-  if (steady_->fd() >= 0) v.push_back(steady_->fd());
+  for (prov::EventChannel* c : channels())
+    if (c->fd() >= 0) v.push_back(c->fd());
   return v;
-}
-
-Nanos Engine::next_wakeup() const {
-  if (!started_) return Nanos::max();
-  const Nanos t = now();
-  if (open_pairs_ == 0) return setup_ ? std::max(t, linger_until()) : Nanos::max();
-  const bool room = in_flight_ < opt_.connect_window;
-  if (room && next_start_ < start_order_.size()) return t;
-  if (qp_ready()) return t;
-  Nanos w = deadline_;
-  if (room && !retry_at_.empty()) w = std::min(w, std::max(t, retry_at_.begin()->first));
-  for (auto& [k, n] : notices_)
-    if (n.due != cm::kUnset) w = std::min(w, std::max(t, n.due));
-  return w;
 }
 
 std::vector<prov::EventChannel*> Engine::channels() const {
   std::vector<prov::EventChannel*> v;
-  if (setup_) v.push_back(setup_.get());
-  v.push_back(steady_.get());
+  if (channels_.setup) v.push_back(channels_.setup->channel.get());
+  if (channels_.steady) v.push_back(channels_.steady.get());
   return v;
 }
 
 std::unique_ptr<prov::Qp> Engine::take_qp(uint32_t peer, uint32_t lane) {
-  auto it = slots_.find(key(peer, lane));
-  if (it == slots_.end() || it->second.state != SlotState::established) return nullptr;
-  if (it->second.result < results_.size()) results_[it->second.result].qp = nullptr;
-  return std::move(it->second.qp);
+  Pair* p = pairs_.find(peer, lane);
+  auto* e = p ? p->as<Established>() : nullptr;
+  if (e == nullptr || !e->qp) return nullptr;
+  records_.qp_taken(e->result);
+  return std::move(e->qp);
 }
 
 size_t Engine::live_ids() const {
-  size_t n = listener_ ? 1 : 0;
-  for (auto& [k, s] : slots_)
-    if ((s.conn && s.conn->id()) || s.id) ++n;
-  for (auto& [k, x] : notices_)
-    if (x.conn && x.conn->id()) ++n;
-  return n + graveyard_.size();
+  size_t n = 0;
+  if (const Setup* s = channels_.setup.get()) n += (s->listener ? 1 : 0) + s->graveyard.size();
+  for (const Pair& p : pairs_) {
+    if (auto* c = p.as<Connecting>(); c && c->conn && c->conn->id()) ++n;
+    if (auto* e = p.as<Established>(); e && e->id) ++n;
+    if (auto* pr = p.as<Probing>(); pr && pr->notice->conn && pr->notice->conn->id()) ++n;
+  }
+  return n;
 }
 
 }  // namespace wireup

@@ -27,6 +27,8 @@ ece::Mode ece_mode(config::EceMode m) {
 
 }  // namespace
 
+EngineOptions engine_defaults() { return engine_options(config::built_in(), 0, 0, prov::SockAddr()); }
+
 EngineOptions engine_options(const config::Settings& s, uint32_t rank, uint32_t nranks,
                              const prov::SockAddr& listen, uint64_t job_key) {
   EngineOptions o;
@@ -37,6 +39,7 @@ EngineOptions engine_options(const config::Settings& s, uint32_t rank, uint32_t 
   o.listen_addr = listen;
   if (s.cm.port != 0) o.listen_addr.set_port(static_cast<uint16_t>(s.cm.port));
   o.backlog = s.cm.backlog;
+  o.reuseaddr = s.cm.reuseaddr;
   o.connect_window = static_cast<uint32_t>(s.engine.connect_window);
   o.qp_window = static_cast<uint32_t>(s.engine.qp_create_window);
   o.max_attempts = static_cast<uint32_t>(s.engine.max_attempts);

@@ -13,42 +13,81 @@ const char* to_string(Phase p) {
     case Phase::req_to_rep: return "req_to_rep";
     case Phase::rtr_rts: return "rtr_rts";
     case Phase::establish: return "establish";
+    case Phase::attempt: return "attempt";
     case Phase::total: return "total";
     case Phase::count_: break;
   }
   return "?";
 }
 
-void Stats::add(Phase p, Nanos d) {
-  if (d.count() >= 0) samples_[static_cast<size_t>(p)].push_back(d.count());
+const char* to_string(Counter c) {
+  switch (c) {
+    case Counter::connects_started: return "connects_started";
+    case Counter::retries: return "retries";
+    case Counter::established_active: return "established_active";
+    case Counter::established_passive: return "established_passive";
+    case Counter::failed: return "failed";
+    case Counter::superseded: return "superseded";
+    case Counter::strangers: return "strangers";
+    case Counter::strangers_unlogged: return "strangers_unlogged";
+    case Counter::disconnects: return "disconnects";
+    case Counter::events: return "events";
+    case Counter::rtu_lost_sent: return "rtu_lost_sent";
+    case Counter::rtu_lost_received: return "rtu_lost_received";
+    case Counter::repairs: return "repairs";
+    case Counter::repairs_refused: return "repairs_refused";
+    case Counter::count_: break;
+  }
+  return "?";
+}
+
+std::array<Nanos, kPhases> phase_spans(const cm::Timings& t, cm::Role role, Nanos first_start) {
+  std::array<Nanos, kPhases> d;
+  d.fill(cm::kUnset);
+  auto span = [&](Phase p, Nanos from, Nanos to) {
+    if (from != cm::kUnset && to != cm::kUnset && to >= from) d[static_cast<size_t>(p)] = to - from;
+  };
+  if (role == cm::Role::active) {
+    span(Phase::resolve_addr, t.start, t.addr_resolved);
+    span(Phase::resolve_route, t.addr_resolved, t.route_resolved);
+    span(Phase::qp_create, t.route_resolved, t.qp_created);
+    span(Phase::req_to_rep, t.request, t.response);
+    span(Phase::rtr_rts, t.response, t.rts);
+    span(Phase::attempt, t.start, t.established);
+  } else {
+    span(Phase::qp_create, t.request, t.qp_created);
+    span(Phase::rtr_rts, t.qp_created, t.rts);
+    span(Phase::attempt, t.request, t.established);
+  }
+  span(Phase::establish, t.rts, t.established);
+  span(Phase::total, first_start, t.established);
+  return d;
+}
+
+void Stats::reject_received(int ib_reason) {
+  const size_t i = ib_reason < 0 ? 0 : std::min<size_t>(static_cast<size_t>(ib_reason), kRejectReasons - 1);
+  ++rejects_received_[i];
+}
+
+uint64_t Stats::rejects_received(int ib_reason) const {
+  const size_t i = ib_reason < 0 ? 0 : std::min<size_t>(static_cast<size_t>(ib_reason), kRejectReasons - 1);
+  return rejects_received_[i];
 }
 
 void Stats::reserve(size_t active, size_t passive) {
   for (size_t i = 0; i < samples_.size(); ++i) {
     const Phase p = static_cast<Phase>(i);
     const bool active_only = p == Phase::resolve_addr || p == Phase::resolve_route || p == Phase::req_to_rep;
+    if (!sampled(p)) continue;
     samples_[i].reserve(samples_[i].size() + active + (active_only ? 0 : passive));
   }
 }
 
 void Stats::record(const cm::Connection& c, Nanos first_start) {
-  const cm::Timings& t = c.timings();
-  auto span = [&](Phase p, Nanos from, Nanos to) {
-    if (from != cm::kUnset && to != cm::kUnset) add(p, to - from);
-  };
-  if (c.role() == cm::Role::active) {
-    span(Phase::resolve_addr, t.start, t.addr_resolved);
-    span(Phase::resolve_route, t.addr_resolved, t.route_resolved);
-    span(Phase::qp_create, t.route_resolved, t.qp_created);
-    span(Phase::req_to_rep, t.request, t.response);
-    span(Phase::rtr_rts, t.response, t.rts);
-  } else {
-    span(Phase::qp_create, t.request, t.qp_created);
-    span(Phase::rtr_rts, t.qp_created, t.rts);
-  }
-  span(Phase::establish, t.rts, t.established);
-  span(Phase::total, first_start, t.established);
-  ece_outcomes[ece::to_string(c.ece().outcome)]++;
+  const auto d = phase_spans(c.timings(), c.role(), first_start);
+  for (size_t i = 0; i < kPhases; ++i)
+    if (sampled(static_cast<Phase>(i)) && d[i] != cm::kUnset) samples_[i].push_back(d[i].count());
+  ++ece_[static_cast<size_t>(c.ece().outcome)];
 }
 
 PhaseSummary Stats::summary(Phase p) const {
@@ -67,47 +106,61 @@ PhaseSummary Stats::summary(Phase p) const {
   return s;
 }
 
+std::map<int, uint64_t> Stats::rejects_received_by_reason() const {
+  std::map<int, uint64_t> m;
+  for (size_t i = 0; i < kRejectReasons; ++i)
+    if (rejects_received_[i] != 0) m[static_cast<int>(i)] = rejects_received_[i];
+  return m;
+}
+
+std::map<std::string, uint64_t> Stats::rejects_sent_by_name() const {
+  std::map<std::string, uint64_t> m;
+  for (size_t i = 0; i < kRejectCodes; ++i)
+    if (rejects_sent_[i] != 0) m[to_string(static_cast<RejectCode>(i))] = rejects_sent_[i];
+  return m;
+}
+
+std::map<std::string, uint64_t> Stats::failures_by_name() const {
+  std::map<std::string, uint64_t> m;
+  for (size_t i = 0; i < kFailKinds; ++i)
+    if (failures_[i] != 0) m[cm::to_string(static_cast<cm::FailKind>(i))] = failures_[i];
+  return m;
+}
+
+std::map<std::string, uint64_t> Stats::ece_outcomes_by_name() const {
+  std::map<std::string, uint64_t> m;
+  for (size_t i = 0; i < kEceOutcomes; ++i)
+    if (ece_[i] != 0) m[ece::to_string(static_cast<ece::Outcome>(i))] = ece_[i];
+  return m;
+}
+
 namespace {
-template <class M>
-std::string json_map(const M& m) {
+template <class K>
+std::string json_map(const std::map<K, uint64_t>& m) {
   std::string s = "{";
-  bool first = true;
   for (const auto& [k, v] : m) {
-    if (!first) s += ",";
-    first = false;
-    char buf[96];
-    if constexpr (std::is_same_v<typename M::key_type, int>)
-      std::snprintf(buf, sizeof buf, "\"%d\":%llu", k, static_cast<unsigned long long>(v));
+    if (s.size() > 1) s += ",";
+    if constexpr (std::is_same_v<K, int>)
+      s += "\"" + std::to_string(k) + "\":" + std::to_string(v);
     else
-      std::snprintf(buf, sizeof buf, "\"%s\":%llu", k.c_str(), static_cast<unsigned long long>(v));
-    s += buf;
+      s += "\"" + k + "\":" + std::to_string(v);
   }
   return s + "}";
 }
 }  // namespace
 
 std::string Stats::to_json() const {
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "{\"connects_started\":%llu,\"retries\":%llu,\"established_active\":%llu,"
-                "\"established_passive\":%llu,\"failed\":%llu,\"superseded\":%llu,\"strangers\":%llu,"
-                "\"disconnects\":%llu,\"events\":%llu,",
-                (unsigned long long)connects_started, (unsigned long long)retries,
-                (unsigned long long)established_active, (unsigned long long)established_passive,
-                (unsigned long long)failed, (unsigned long long)superseded, (unsigned long long)strangers,
-                (unsigned long long)disconnects, (unsigned long long)events);
-  std::string s = buf;
-  std::snprintf(buf, sizeof buf, "\"rtu_lost_sent\":%llu,\"rtu_lost_received\":%llu,\"repairs\":%llu,"
-                "\"repairs_refused\":%llu,",
-                (unsigned long long)rtu_lost_sent, (unsigned long long)rtu_lost_received,
-                (unsigned long long)repairs, (unsigned long long)repairs_refused);
-  s += buf;
-  s += "\"rejects_received\":" + json_map(rejects_received) + ",";
-  s += "\"rejects_sent\":" + json_map(rejects_sent) + ",";
-  s += "\"failures\":" + json_map(failures) + ",";
-  s += "\"ece_outcomes\":" + json_map(ece_outcomes) + ",";
+  std::string s = "{";
+  for (size_t i = 0; i < counters_.size(); ++i)
+    s += "\"" + std::string(to_string(static_cast<Counter>(i))) + "\":" + std::to_string(counters_[i]) + ",";
+  s += "\"rejects_received\":" + json_map(rejects_received_by_reason()) + ",";
+  s += "\"rejects_sent\":" + json_map(rejects_sent_by_name()) + ",";
+  s += "\"failures\":" + json_map(failures_by_name()) + ",";
+  s += "\"ece_outcomes\":" + json_map(ece_outcomes_by_name()) + ",";
   s += "\"phases_us\":{";
-  for (size_t i = 0; i < static_cast<size_t>(Phase::count_); ++i) {
+  char buf[192];
+  for (size_t i = 0; i < kPhases; ++i) {
+    if (!sampled(static_cast<Phase>(i))) continue;
     PhaseSummary p = summary(static_cast<Phase>(i));
     std::snprintf(buf, sizeof buf, "%s\"%s\":{\"n\":%zu,\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f,\"mean\":%.1f}",
                   i ? "," : "", to_string(static_cast<Phase>(i)), p.n, p.p50_us, p.p99_us, p.max_us, p.mean_us);

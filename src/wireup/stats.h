@@ -1,5 +1,6 @@
-// Wireup statistics: counters, per-phase timing samples, JSON export.
-// Collected by the engine as it goes; summarised (p50/p99) only when asked.
+// Wireup statistics: counters indexed by enums (names only when a report or JSON is made),
+// per-phase timing samples, and the one function that cuts a connection's time stamps into
+// phases (used here and by the C API's results).
 #pragma once
 
 #include <array>
@@ -23,52 +24,90 @@ enum class Phase : uint8_t {
   rtr_rts,        // QP to RTR and RTS
   establish,      // RTS -> established (passive: waits for the RTU)
   total,          // first attempt started -> established
+  attempt,        // start of the successful attempt (passive: its REQ) -> established
   count_,
 };
+inline constexpr size_t kPhases = static_cast<size_t>(Phase::count_);
 const char* to_string(Phase p);
+// Phases the statistics keep samples of (those before `attempt`, which is in every result
+// already: a sample per endpoint would cost 8 bytes each). The C API's wireup_phase_t
+// mirrors these.
+inline constexpr size_t kSampledPhases = static_cast<size_t>(Phase::attempt);
+constexpr bool sampled(Phase p) { return static_cast<size_t>(p) < kSampledPhases; }
+
+// The phases of one connection from its time stamps; cm::kUnset where a phase was not
+// reached (or does not exist for the role, like resolve_addr on the passive side).
+std::array<Nanos, kPhases> phase_spans(const cm::Timings& t, cm::Role role, Nanos first_start);
 
 struct PhaseSummary {
   size_t n = 0;
   double p50_us = 0, p99_us = 0, max_us = 0, mean_us = 0;
 };
 
+enum class Counter : uint8_t {
+  connects_started,     // active attempts, first ones and retries
+  retries,
+  established_active,
+  established_passive,
+  failed,               // (peer, lane) given up on
+  superseded,           // half-open passive attempts replaced by a newer one
+  strangers,            // requests rejected before any resource
+  strangers_unlogged,   // of those, from sources past the log's memory (not logged)
+  disconnects,          // steady-state DISCONNECTED after wireup
+  events,               // CM events handled
+  // The RTU gap (repair.h): notices this rank sent as the passive side (every try), notices
+  // it answered as the active side, and of those the lanes it tore down to reconnect and
+  // the ones it could not reconnect (reported as lost).
+  rtu_lost_sent,
+  rtu_lost_received,
+  repairs,
+  repairs_refused,
+  count_,
+};
+const char* to_string(Counter c);
+
 class Stats {
  public:
-  void add(Phase p, Nanos d);
+  static constexpr size_t kRejectReasons = 64;  // IB CM reject reasons are 1..35 (IBTA 12.6.7.2)
+
+  uint64_t& operator[](Counter c) { return counters_[static_cast<size_t>(c)]; }
+  uint64_t operator[](Counter c) const { return counters_[static_cast<size_t>(c)]; }
+
+  void reject_received(int ib_reason);
+  void reject_sent(RejectCode c) { ++rejects_sent_[static_cast<size_t>(c)]; }
+  void failure(cm::FailKind k) { ++failures_[static_cast<size_t>(k)]; }
+  uint64_t rejects_received(int ib_reason) const;
+  uint64_t rejects_sent(RejectCode c) const { return rejects_sent_[static_cast<size_t>(c)]; }
+  uint64_t failures(cm::FailKind k) const { return failures_[static_cast<size_t>(k)]; }
+  uint64_t ece_outcomes(ece::Outcome o) const { return ece_[static_cast<size_t>(o)]; }
+
   // Room for the samples of `active` and `passive` established connections (what record()
   // adds per role), so that recording never grows a vector mid-wireup.
   void reserve(size_t active, size_t passive);
   void record(const cm::Connection& c, Nanos first_start);
 
-  uint64_t connects_started = 0;      // active attempts, first ones and retries
-  uint64_t retries = 0;
-  uint64_t established_active = 0;
-  uint64_t established_passive = 0;
-  uint64_t failed = 0;                // (peer, lane) given up on
-  uint64_t superseded = 0;            // half-open passive attempts replaced by a newer one
-  uint64_t strangers = 0;             // requests rejected before any resource
-  uint64_t disconnects = 0;           // steady-state DISCONNECTED after wireup
-  uint64_t events = 0;                // CM events handled
-  // The RTU gap (WireKind::rtu_lost): notices this rank sent as the passive side (every try),
-  // notices it answered as the active side, and of those the lanes it tore down to
-  // reconnect and the ones it could not reconnect (reported as lost).
-  uint64_t rtu_lost_sent = 0;
-  uint64_t rtu_lost_received = 0;
-  uint64_t repairs = 0;
-  uint64_t repairs_refused = 0;
-  std::map<int, uint64_t> rejects_received;          // by IB reject reason (8, 28, 35, ...)
-  std::map<std::string, uint64_t> rejects_sent;      // by RejectCode name / "ece"
-  std::map<std::string, uint64_t> failures;          // by FailKind name
-  std::map<std::string, uint64_t> ece_outcomes;      // by ece::Outcome name
-
   PhaseSummary summary(Phase p) const;
   std::string to_json() const;
+  // The non-zero tallies by name (or IB reason), for reports that merge ranks.
+  std::map<int, uint64_t> rejects_received_by_reason() const;
+  std::map<std::string, uint64_t> rejects_sent_by_name() const;
+  std::map<std::string, uint64_t> failures_by_name() const;
+  std::map<std::string, uint64_t> ece_outcomes_by_name() const;
   // The raw samples of one phase (ns), so that a job's percentiles can be taken over the
   // samples of all its ranks rather than averaged from per-rank percentiles.
   const std::vector<int64_t>& samples(Phase p) const { return samples_[static_cast<size_t>(p)]; }
 
  private:
-  std::array<std::vector<int64_t>, static_cast<size_t>(Phase::count_)> samples_;
+  static constexpr size_t kFailKinds = static_cast<size_t>(cm::FailKind::rtu_lost) + 1;
+  static constexpr size_t kRejectCodes = static_cast<size_t>(kLastRejectCode) + 1;
+  static constexpr size_t kEceOutcomes = static_cast<size_t>(ece::Outcome::rejected) + 1;
+
+  std::array<uint64_t, static_cast<size_t>(Counter::count_)> counters_{};
+  std::array<uint64_t, kRejectReasons> rejects_received_{};  // the last one: any larger value
+  std::array<uint64_t, kRejectCodes> rejects_sent_{};
+  std::array<uint64_t, kFailKinds> failures_{};
+  std::array<uint64_t, kEceOutcomes> ece_{};
+  std::array<std::vector<int64_t>, kPhases> samples_;
 };
 
 }  // namespace wireup

@@ -2,6 +2,7 @@
 // never a crash. Runs on the host (no device needed).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -115,6 +116,17 @@ TEST(CapiHost, NullHandlesAreRefusedByName) {
   EXPECT_EQ(wireup_error_get(nullptr, 0, &e), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(wireup_on_event(nullptr, nullptr, nullptr), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(wireup_stats_json(nullptr, nullptr, &len), WIREUP_ERR_INVALID_ARGUMENT);
+  wireup_counters_t c;
+  wireup_tally_t t;
+  uint64_t samples[4];
+  size_t n = 4;
+  EXPECT_EQ(wireup_counters_get(nullptr, &c), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(last(), "wireup_counters_get: the wireup handle is NULL");
+  EXPECT_EQ(wireup_tally_count(nullptr), 0u);
+  EXPECT_EQ(wireup_tally_get(nullptr, 0, &t), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(wireup_phase_samples(nullptr, WIREUP_PHASE_TOTAL, samples, &n), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(n, 4u) << "output written on failure";
+  EXPECT_EQ(last(), "wireup_phase_samples: the wireup handle is NULL");
   wireup_destroy(nullptr);
 
   EXPECT_EQ(wireup_context_device_name(nullptr), nullptr);
@@ -122,8 +134,43 @@ TEST(CapiHost, NullHandlesAreRefusedByName) {
   EXPECT_EQ(wireup_context_ibv_context(nullptr), nullptr);
   EXPECT_EQ(wireup_context_listen_address(nullptr), nullptr);
   EXPECT_EQ(wireup_context_config_dump(nullptr), nullptr);
+  EXPECT_EQ(wireup_context_listen_source(nullptr), nullptr);
+  EXPECT_EQ(last(), "wireup_context_listen_source: the context is NULL");
+  EXPECT_EQ(wireup_context_config_value(nullptr, "engine.lanes"), nullptr);
+  EXPECT_EQ(last(), "wireup_context_config_value: the context is NULL");
   EXPECT_EQ(wireup_context_destroy(nullptr), WIREUP_OK);
   EXPECT_EQ(std::string(wireup_context_last_error(nullptr)), last());
+}
+
+TEST(CapiHost, PhaseNamesAreTheStatsNames) {
+  EXPECT_STREQ(wireup_phase_name(WIREUP_PHASE_RESOLVE_ADDR), "resolve_addr");
+  EXPECT_STREQ(wireup_phase_name(WIREUP_PHASE_TOTAL), "total");
+  std::set<std::string> seen;
+  for (int p = 0; p < WIREUP_PHASE_COUNT; ++p) {
+    ASSERT_NE(wireup_phase_name(static_cast<wireup_phase_t>(p)), nullptr) << p;
+    EXPECT_TRUE(seen.insert(wireup_phase_name(static_cast<wireup_phase_t>(p))).second) << p;
+  }
+  EXPECT_EQ(wireup_phase_name(WIREUP_PHASE_COUNT), nullptr);
+  EXPECT_EQ(wireup_phase_name(static_cast<wireup_phase_t>(-1)), nullptr);
+}
+
+// A launcher variable that is set but is not a local rank stops the context, naming it; it is
+// checked before the devices, so this runs on a host without RDMA.
+TEST(CapiHost, LauncherLocalRankThatIsNotANumberIsNamed) {
+  ASSERT_EQ(setenv("OMPI_COMM_WORLD_LOCAL_RANK", "abc", 1), 0);
+  EXPECT_EQ(create_with({}), WIREUP_ERR_CONFIG);
+  const std::string m = last();
+  EXPECT_NE(m.find("wireup_context_create: "), std::string::npos) << m;
+  EXPECT_NE(m.find("OMPI_COMM_WORLD_LOCAL_RANK=\"abc\" is not a local rank"), std::string::npos) << m;
+  // An explicit local rank means the launcher's variable is not read: the failure is the next one.
+  wireup_context_params_t p;
+  wireup_context_params_init(&p);
+  p.local_rank = 0;
+  wireup_context_t* ctx = nullptr;
+  const wireup_status_t s = wireup_context_create(&p, &ctx);
+  if (s == WIREUP_OK) wireup_context_destroy(ctx);
+  EXPECT_EQ(last().find("OMPI_COMM_WORLD_LOCAL_RANK"), std::string::npos) << last();
+  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
 }
 
 TEST(CapiHost, CxxFaceThrowsWithStatusAndMessage) {

@@ -41,6 +41,17 @@ TEST(CapiVm, ContextNamesDeviceAddressAndConfig) {
   if (const char* vm = std::getenv("WIREUP_VM_ADDR")) {
     EXPECT_STREQ(wireup_context_listen_address(ctx), vm);  // rxe0's netdev address
   }
+  // The address came from rxe0's port (device.port, default 1) through its GID table's netdev.
+  const std::string source = wireup_context_listen_source(ctx);
+  EXPECT_EQ(source.rfind(std::string(wireup_context_device_name(ctx)) + " port 1 -> ", 0), 0u) << source;
+  EXPECT_NE(source.find(std::string("-> ") + wireup_context_listen_address(ctx) + " (IPv4)"), std::string::npos)
+      << source;
+  EXPECT_STREQ(wireup_context_config_value(ctx, "engine.lanes"), "3");
+  EXPECT_STREQ(wireup_context_config_value(ctx, "engine.job_key"), "\"0x0\"");
+  EXPECT_EQ(wireup_context_config_value(ctx, "engine.lane"), nullptr);
+  EXPECT_NE(std::string(wireup_context_last_error(ctx)).find("\"engine.lane\" is not a configuration key"),
+            std::string::npos)
+      << wireup_context_last_error(ctx);
   std::string dump = wireup_context_config_dump(ctx);
   EXPECT_NE(dump.find("lanes = 3"), std::string::npos) << dump;
   EXPECT_NE(dump.find("api"), std::string::npos) << dump;
@@ -76,6 +87,26 @@ TEST(CapiVm, TwoRanksConnectTalkAndKeepTheirQps) {
       EXPECT_STREQ(r.device, wireup_context_device_name(ctx));
       EXPECT_GT(r.attempt_ns, 0u);
       EXPECT_GT(r.rtr_rts_ns + r.establish_ns, 0u);
+    }
+    // Counters, tallies and phase samples say the same as the results.
+    for (wireup_t* w : {w0, w1}) {
+      wireup_counters_t c;
+      ASSERT_EQ(wireup_counters_get(w, &c), WIREUP_OK);
+      EXPECT_EQ(c.established_active + c.established_passive, 2u);
+      EXPECT_EQ(c.failed, 0u);
+      size_t n = 0;
+      ASSERT_EQ(wireup_phase_samples(w, WIREUP_PHASE_TOTAL, nullptr, &n), WIREUP_ERR_BUFFER_TOO_SMALL);
+      EXPECT_EQ(n, 2u) << "one total per connection";
+      std::vector<uint64_t> total(n);
+      ASSERT_EQ(wireup_phase_samples(w, WIREUP_PHASE_TOTAL, total.data(), &n), WIREUP_OK);
+      for (uint64_t ns : total) EXPECT_GT(ns, 0u);
+      uint64_t ece = 0;
+      for (size_t i = 0, k = wireup_tally_count(w); i < k; ++i) {
+        wireup_tally_t t;
+        ASSERT_EQ(wireup_tally_get(w, i, &t), WIREUP_OK);
+        if (std::string(t.group) == "ece_outcomes") ece += t.count;
+      }
+      EXPECT_EQ(ece, 2u) << "an ECE outcome per connection";
     }
     for (const auto& r : r0) kept.push_back(r.qp);
     for (const auto& r : r1) kept.push_back(r.qp);
@@ -167,7 +198,9 @@ TEST(CapiVm, WrongJobKeyIsRejectedAsAStranger) {
     EXPECT_EQ(active.reject_reason, 28) << "consumer reject (rdma_reject)";
     EXPECT_STREQ(active.peer_reason, "wrong_job_key") << active.message;
     EXPECT_EQ(active.attempts, 1u) << "a stranger's reject is final, not retried";
+    EXPECT_EQ(active.status, WIREUP_ERR_REJECTED);
     EXPECT_STREQ(passive.kind, "timed_out") << passive.message;
+    EXPECT_EQ(passive.status, WIREUP_ERR_TIMED_OUT);
     EXPECT_NE(stats_of(passive_w).find("\"strangers\":1"), std::string::npos) << stats_of(passive_w);
     // The passive side made no QP for the stranger; the active side's one came back to us.
     EXPECT_EQ(t.created.size(), 1u);

@@ -75,7 +75,7 @@ TEST(EngineAttempts, NewerSupersedesHalfOpenAndStaleIsRefused) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 2);
   qp::DefaultQpFactory target_qps(prov::QpCaps{8, 8, 1, 1, 0}, 64);
   qp::DefaultQpFactory manual_qps(prov::QpCaps{8, 8, 1, 1, 0}, 64);
-  EngineOptions o;
+  EngineOptions o = engine_defaults();
   o.rank = 1;
   o.nranks = 2;
   o.job_key = 0x5eed5eed12345678ULL;
@@ -132,9 +132,9 @@ TEST(EngineAttempts, NewerSupersedesHalfOpenAndStaleIsRefused) {
   EXPECT_EQ(target.results()[0].remote_qpn, a3->qp->qpn());
   EXPECT_EQ(target.results()[0].local_qpn, target_qpn);
   EXPECT_EQ(target.results()[0].attempts, 3u);
-  EXPECT_EQ(target.stats().superseded, 1u);
-  EXPECT_EQ(target.stats().rejects_sent.at("stale_attempt"), 1u);
-  EXPECT_EQ(target.stats().strangers, 0u) << "a stale attempt is not a stranger";
+  EXPECT_EQ(target.stats()[Counter::superseded], 1u);
+  EXPECT_EQ(target.stats().rejects_sent(RejectCode::stale_attempt), 1u);
+  EXPECT_EQ(target.stats()[Counter::strangers], 0u) << "a stale attempt is not a stranger";
   ASSERT_TRUE(target.close(0s));
 }
 

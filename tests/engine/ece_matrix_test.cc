@@ -3,7 +3,7 @@
 // (The rdma provider's side of it — EOPNOTSUPP on rxe, values carried by the CM, reject_ece —
 // is in tests/conformance and the engine's VM tests.)
 #include "tests/engine/sim_engine_fabric.h"
-#include "wireup/sim_drive.h"
+#include "testsupport/sim_drive.h"
 
 namespace wireup::etest {
 namespace {
@@ -30,7 +30,7 @@ class EceMatrix : public ::testing::Test {
     fab_->add_node(prov::sim::SimNodeSpec{{p.dev}});
     std::vector<Peer> table;
     for (uint32_t i = 0; i < 2; ++i) {
-      EngineOptions o;
+      EngineOptions o = engine_defaults();
       o.rank = i;
       o.nranks = 2;
       o.job_key = 9;

@@ -10,6 +10,7 @@
 
 #include "qp/factory.h"
 #include "wireup/engine.h"
+#include "wireup/options.h"
 
 namespace wireup::etest {
 

@@ -31,7 +31,7 @@ TEST(Engine, AllToAllEightRanksTwoLanes) {
   if (f.has_data_path()) expect_messages_flow(*job);
   // Roles are balanced: every rank initiated 3 or 4 of its 7 pairs (x2 lanes).
   for (auto& r : job->ranks) {
-    uint64_t act = r.engine->stats().established_active;
+    uint64_t act = r.engine->stats()[Counter::established_active];
     EXPECT_GE(act, 6u);
     EXPECT_LE(act, 8u);
   }
@@ -57,18 +57,18 @@ TEST(Engine, StrangerWithWrongJobKeyIsRejected) {
   ASSERT_EQ(e0.results().size(), 1u);
   EXPECT_EQ(e0.results()[0].peer, 1u);
   ASSERT_EQ(e1.results().size(), 1u);
-  EXPECT_GE(e0.stats().strangers + e1.stats().strangers, 1u);
+  EXPECT_GE(e0.stats()[Counter::strangers] + e1.stats()[Counter::strangers], 1u);
   // The stranger learns why (its key was wrong) and gives up on that pair.
   bool told = false;
   for (const PeerError& pe : e2.errors())
-    if (pe.describe().find("wrong_job_key") != std::string::npos) told = true;
+    if (pe.peer_reason == RejectCode::wrong_job_key) told = true;
   EXPECT_TRUE(told);
 }
 
 TEST(Engine, BadPeerTableIsRefusedWithEveryProblemNamed) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 1);
   qp::DefaultQpFactory factory(prov::QpCaps{}, 64);
-  EngineOptions o;
+  EngineOptions o = engine_defaults();
   o.rank = 0;
   o.nranks = 4;
   o.job_key = 1;
@@ -91,7 +91,7 @@ TEST(Engine, BadPeerTableIsRefusedWithEveryProblemNamed) {
 TEST(Engine, BadOptionsAreNamed) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 1);
   qp::DefaultQpFactory factory(prov::QpCaps{}, 64);
-  EngineOptions o;
+  EngineOptions o = engine_defaults();
   o.rank = 5;
   o.nranks = 4;
   o.job_key = 1;

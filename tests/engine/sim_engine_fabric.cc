@@ -1,6 +1,6 @@
 #include "tests/engine/sim_engine_fabric.h"
 
-#include "wireup/sim_drive.h"
+#include "testsupport/sim_drive.h"
 
 namespace wireup::etest {
 

@@ -14,8 +14,8 @@ void print(const char* what, const DriveReport& r, const Job& job) {
   uint64_t conns = 0, retries = 0, events = 0;
   for (auto& rk : job.ranks) {
     conns += rk.engine->results().size();
-    retries += rk.engine->stats().retries;
-    events += rk.engine->stats().events;
+    retries += rk.engine->stats()[Counter::retries];
+    events += rk.engine->stats()[Counter::events];
   }
   std::printf("[engine] sim %s: %llu endpoints, %llu retries, %llu CM events, %.3f s virtual, %.2f s wall, "
               "%llu progress calls\n",
@@ -70,7 +70,7 @@ TEST(EngineSim, OneRankTo4096Peers) {
   Job job;
   std::vector<Peer> table;
   for (uint32_t i = 0; i < 4097; ++i) {
-    EngineOptions o;
+    EngineOptions o = engine_defaults();
     o.rank = i;
     o.nranks = 4097;
     o.job_key = 77;
@@ -96,7 +96,7 @@ TEST(EngineSim, OneRankTo4096Peers) {
   EXPECT_EQ(hub.results().size(), 4096u);
   EXPECT_TRUE(hub.errors().empty());
   // Balanced roles: the hub initiated about half.
-  EXPECT_NEAR(double(hub.stats().established_active), 2048.0, 1.0);
+  EXPECT_NEAR(double(hub.stats()[Counter::established_active]), 2048.0, 1.0);
   for (uint32_t i = 1; i < 4097; ++i) {
     ASSERT_EQ(job.ranks[i].engine->results().size(), 1u);
     const ConnResult& c = job.ranks[i].engine->results()[0];
@@ -136,7 +136,7 @@ TEST(EngineSim, LossRejectsAndADeadNode) {
   for (uint32_t me = 0; me < n; ++me) {
     if (me == dead) continue;
     const Engine& e = *job->ranks[me].engine;
-    retries += e.stats().retries;
+    retries += e.stats()[Counter::retries];
     EXPECT_EQ(e.results().size(), (n - 2) * 2u) << "rank " << me;
     ASSERT_EQ(e.errors().size(), 2u) << "rank " << me << ": only the dead rank's two lanes may fail";
     for (const PeerError& pe : e.errors()) EXPECT_EQ(pe.peer, dead) << pe.describe();
@@ -230,7 +230,7 @@ TEST(EngineSim, StrangerFloodLeavesNoResidue) {
   uint64_t strangers = 0;
   for (uint32_t me = 0; me < 32; ++me) {
     const Engine& e = *job->ranks[me].engine;
-    strangers += e.stats().strangers;
+    strangers += e.stats()[Counter::strangers];
     EXPECT_EQ(e.results().size(), 31u) << "rank " << me;
     for (const ConnResult& c : e.results()) EXPECT_LT(c.peer, 32u);
     for (const PeerError& pe : e.errors()) EXPECT_GE(pe.peer, 32u) << pe.describe();

@@ -200,7 +200,7 @@ TEST(EngineStrangers, FloodOfTenThousandLeavesResourcesAndWireupAlone) {
   Job job;
   std::vector<Peer> table;
   for (uint32_t i = 0; i < kRanks; ++i) {
-    EngineOptions o;
+    EngineOptions o = engine_defaults();
     o.rank = i;
     o.nranks = kRanks;
     o.job_key = kKey;
@@ -281,8 +281,8 @@ TEST(EngineStrangers, FloodOfTenThousandLeavesResourcesAndWireupAlone) {
   std::map<std::string, uint64_t> sent;
   uint64_t strangers = 0;
   for (auto& rk : job.ranks) {
-    strangers += rk.engine->stats().strangers;
-    for (auto& [why, n] : rk.engine->stats().rejects_sent) sent[why] += n;
+    strangers += rk.engine->stats()[Counter::strangers];
+    for (auto& [why, n] : rk.engine->stats().rejects_sent_by_name()) sent[why] += n;
   }
   EXPECT_EQ(sent["wrong_job_key"], kPerFlooder);
   EXPECT_EQ(sent["bad_version"], kPerFlooder);

@@ -11,6 +11,8 @@
 #include "provider/sim/fabric.h"
 #include "qp/factory.h"
 #include "wireup/engine.h"
+#include "testsupport/sim_drive.h"
+#include "wireup/options.h"
 
 namespace wireup::soak {
 namespace {
@@ -118,7 +120,7 @@ Status Runner::build() {
   std::vector<Peer> table;
   m_.resize(c_.ranks);
   for (uint32_t i = 0; i < c_.ranks; ++i) {
-    EngineOptions o;
+    EngineOptions o = engine_defaults();
     o.rank = i;
     o.nranks = c_.ranks;
     o.lanes = c_.lanes;
@@ -145,90 +147,29 @@ Status Runner::build() {
   return Status::ok();
 }
 
-// Progresses only the engines with something to do (a readable channel, a due timer), like
-// tests/engine's drive(), and stops the victim at its death time.
+// The engines' shared sim drive loop (testsupport/sim_drive.h), with the victim stopped (or
+// killed) at its death time; every live engine is driven until its RTU linger is over.
 Status Runner::drive() {
-  const size_t n = m_.size();
-  const Nanos until = fab_.now() + c_.wireup_timeout + 600s;
-  std::unordered_map<prov::EventChannel*, uint32_t> owner;
-  auto refresh = [&] {
-    owner.clear();
-    for (uint32_t r = 0; r < n; ++r)
-      if (m_[r].engine)
-        for (auto* ch : m_[r].engine->channels()) owner[ch] = r;
-  };
-  refresh();
-  using Timer = std::pair<Nanos, uint32_t>;
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
-  std::vector<uint32_t> dirty;
-  std::vector<char> queued(n, 1), done(n, 0);
-  for (uint32_t r = 0; r < n; ++r) dirty.push_back(r);
-  size_t remaining = n;
-  bool death_pending = c_.death != Death::none;
-  auto mark = [&](uint32_t r) {
-    if (!queued[r] && !m_[r].stopped) {
-      queued[r] = 1;
-      dirty.push_back(r);
-    }
-  };
-  for (;;) {
-    if (death_pending && fab_.now() >= c_.death_at) {
+  std::vector<Engine*> engines;
+  for (Member& mb : m_) engines.push_back(mb.engine.get());
+  SimDriveOptions o;
+  o.bound = c_.wireup_timeout + 600s;
+  o.until_setup_closed = true;
+  if (c_.death != Death::none) {
+    o.at = c_.death_at;
+    o.intervene = [this](std::vector<Engine*>& table) {
       // A crashed node is silenced by the fabric; a killed process loses its objects, which
       // makes its kernel reject or disconnect everything it had in flight.
-      death_pending = false;
       rep_.death_applied = true;
       Member& v = m_[c_.victim];
       v.stopped = true;
-      if (!done[c_.victim]) {
-        done[c_.victim] = 1;
-        --remaining;
-      }
-      if (c_.death == Death::kill) {
-        v.destroy();
-        refresh();
-      }
-    }
-    for (uint32_t r : dirty) {
-      queued[r] = 0;
-      if (m_[r].stopped) continue;
-      Engine& e = *m_[r].engine;
-      auto w = e.progress();
-      if (!w) return Error(w.error()).with_peer("rank " + std::to_string(r));
-      // Done and quiet: an engine keeps its listener for rtu_linger after wireup, to answer
-      // a passive peer whose REP retries run out late; it must be progressed until then.
-      if (!done[r] && e.done() && !e.setup_channel_open()) {
-        done[r] = 1;
-        --remaining;
-      }
-      if (Nanos wake = e.next_wakeup(); wake != Nanos::max()) timers.push({wake, r});
-    }
-    dirty.clear();
-    if (remaining == 0) break;
-    for (auto& rd : fab_.take_ready()) {
-      auto it = owner.find(rd.channel);
-      if (it == owner.end()) {
-        refresh();  // a channel closed and its address was reused
-        it = owner.find(rd.channel);
-      }
-      if (it != owner.end()) mark(it->second);
-    }
-    while (!timers.empty() && timers.top().first <= fab_.now()) {
-      mark(timers.top().second);
-      timers.pop();
-    }
-    if (!dirty.empty()) continue;
-    Nanos next_timer = timers.empty() ? Nanos::max() : timers.top().first;
-    if (death_pending) next_timer = std::min(next_timer, c_.death_at);
-    const Nanos next_event = fab_.next_time();
-    if (next_timer == Nanos::max() && next_event == Nanos::max())
-      return Error::make(ErrorCode::invalid_state, "soak",
-                         std::to_string(remaining) + " engines not done, nothing scheduled");
-    if (std::min(next_timer, next_event) > until)
-      return Error::make(ErrorCode::timed_out, "soak", std::to_string(remaining) + " engines not done in time");
-    ++rep_.fabric_events;
-    if (next_event <= next_timer) fab_.step();
-    else fab_.run_until(next_timer);
+      table[c_.victim] = nullptr;
+      if (c_.death == Death::kill) v.destroy();
+    };
   }
+  auto r = sim_drive(fab_, engines, o);
+  if (!r) return Error(r.error()).with_peer("soak");
+  rep_.fabric_events = r->fabric_steps + r->clock_advances;
   rep_.virtual_s = static_cast<double>(fab_.now().count()) / 1e9;
   rep_.removal_applied = c_.removal && fab_.now() >= c_.removal_at;
   return Status::ok();
@@ -246,6 +187,7 @@ void Runner::check_pairs() {
     if (!live(r)) continue;
     const Engine& e = *m_[r].engine;
     for (const ConnResult& x : e.results()) {
+      if (x.withdrawn) continue;  // taken back by an RTU repair, never a connection
       if (x.peer >= n || x.peer == r || x.lane >= c_.lanes) {
         bad("rank %u: result for peer %u lane %u outside the plan", r, x.peer, x.lane);
         continue;
@@ -266,9 +208,9 @@ void Runner::check_pairs() {
       if (x.failure.kind == cm::FailKind::none) bad("rank %u: error without a reason: %s", r, x.describe().c_str());
       ++rep_.failed;
     }
-    rep_.retries += e.stats().retries;
-    rep_.repairs += e.stats().repairs;
-    rep_.rtu_notices += e.stats().rtu_lost_sent;
+    rep_.retries += e.stats()[Counter::retries];
+    rep_.repairs += e.stats()[Counter::repairs];
+    rep_.rtu_notices += e.stats()[Counter::rtu_lost_sent];
   }
   // The IB CM's own gap: the active side is established once it has the REP and sent the RTU;
   // if every RTU (or the REPs that would make the active CM resend it) is lost until the
@@ -353,7 +295,7 @@ void Runner::check_accounting() {
     if (!mb.engine) continue;
     ++engines;
     ids += mb.engine->live_ids();
-    results += mb.engine->results().size();
+    results += mb.engine->connected();
     for (const ConnResult& x : mb.engine->results()) qps += x.qp != nullptr;
     if (mb.engine->setup_channel_open()) bad("an engine that is done still has its setup channel");
   }
@@ -416,6 +358,7 @@ RunReport Runner::go() {
   for (uint32_t r = 0; r < m_.size(); ++r) {
     if (!m_[r].engine) continue;
     for (const ConnResult& x : m_[r].engine->results()) {
+      d.add(x.withdrawn);
       d.add((uint64_t(r) << 40) | (uint64_t(x.peer) << 16) | x.lane);
       d.add((uint64_t(x.local_qpn) << 32) | x.remote_qpn);
       d.add(x.attempts);

@@ -24,11 +24,20 @@ class RdmaAck final : public EventAck {
 
 }  // namespace
 
-RdmaEventChannel::~RdmaEventChannel() { rdma_destroy_event_channel(ch_); }
+RdmaEventChannel::~RdmaEventChannel() {
+  if (shared_->ids != 0) {
+    WIREUP_LOG(error, "rdma event channel destroyed with %zu CM id(s) still on it: the ids must go first; "
+               "the native channel is left open so that destroying them later stays safe", shared_->ids);
+    shared_->owner = nullptr;
+    return;
+  }
+  rdma_destroy_event_channel(shared_->ch);
+  delete shared_;
+}
 
 Result<CmEvent> RdmaEventChannel::get_event() {
   rdma_cm_event* ev = nullptr;
-  if (rdma_get_cm_event(ch_, &ev) != 0) {
+  if (rdma_get_cm_event(shared_->ch, &ev) != 0) {
     int err = errno;
     if (err == EAGAIN || err == EWOULDBLOCK)
       return Error::would_block_on("rdma_get_cm_event");  // every idle progress(): no allocation
@@ -56,7 +65,7 @@ Result<CmEvent> RdmaEventChannel::get_event() {
   if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
     // librdmacm made a new id that inherited the listener's context; wrap it, re-point it.
     out.listen_id = static_cast<CmId*>(ev->listen_id->context);
-    auto child = std::make_unique<RdmaCmId>(prov_, ev->id, this);
+    auto child = std::make_unique<RdmaCmId>(prov_, ev->id, *this, Route{});
     out.id = child.get();
     out.new_id = std::move(child);
   } else {

@@ -8,8 +8,9 @@
 
 namespace wireup::prov::rdma {
 
-RdmaCmId::RdmaCmId(RdmaProvider& prov, rdma_cm_id* id, RdmaEventChannel* ch)
-    : prov_(prov), id_(id), channel_(ch) {
+RdmaCmId::RdmaCmId(RdmaProvider& prov, rdma_cm_id* id, RdmaEventChannel& ch, Route route)
+    : CmId(route), prov_(prov), id_(id) {
+  attach(ch.shared());
   id_->context = this;  // event dispatch: rdma_cm_event::id->context -> this wrapper
 }
 
@@ -18,6 +19,13 @@ RdmaCmId::~RdmaCmId() {
   if (rdma_destroy_id(id_) != 0)
     WIREUP_LOG(warn, "rdma_destroy_id(peer %s): %s", peer_addr().to_string().c_str(),
                std::strerror(errno));
+  attach(nullptr);
+}
+
+void RdmaCmId::attach(RdmaEventChannel::Shared* ch) {
+  if (channel_ != nullptr) --channel_->ids;
+  channel_ = ch;
+  if (channel_ != nullptr) ++channel_->ids;
 }
 
 Error RdmaCmId::fail(const char* call, std::string detail) const {
@@ -152,13 +160,13 @@ Result<Ece> RdmaCmId::get_remote_ece() {
   return Ece{e.vendor_id, e.options};
 }
 
-Status RdmaCmId::migrate(EventChannel& to) {
+Status RdmaCmId::migrate_native(EventChannel& to) {
   auto* target = dynamic_cast<RdmaEventChannel*>(&to);
   if (target == nullptr)
     return Error::make(ErrorCode::invalid_argument, "rdma_migrate_id",
                        "target channel belongs to another provider");
   if (rdma_migrate_id(id_, target->get()) != 0) return fail("rdma_migrate_id");
-  channel_ = target;
+  attach(target->shared());
   return Status::ok();
 }
 

@@ -123,16 +123,14 @@ Result<std::unique_ptr<EventChannel>> RdmaProvider::create_channel() {
   return std::unique_ptr<EventChannel>(new RdmaEventChannel(*this, ch));
 }
 
-Result<std::unique_ptr<CmId>> RdmaProvider::create_id(EventChannel& ch, PortSpace ps, void* user_context) {
+Result<std::unique_ptr<CmId>> RdmaProvider::create_id(EventChannel& ch, PortSpace ps, Route route) {
   auto* rch = dynamic_cast<RdmaEventChannel*>(&ch);
   if (rch == nullptr)
     return Error::make(ErrorCode::invalid_argument, "rdma_create_id", "channel belongs to another provider");
   rdma_cm_id* id = nullptr;
   if (rdma_create_id(rch->get(), &id, nullptr, ps == PortSpace::tcp ? RDMA_PS_TCP : RDMA_PS_IB) != 0)
     return Error::from_errno("rdma_create_id", errno);
-  auto out = std::make_unique<RdmaCmId>(*this, id, rch);
-  out->user_context = user_context;
-  return std::unique_ptr<CmId>(std::move(out));
+  return std::unique_ptr<CmId>(std::make_unique<RdmaCmId>(*this, id, *rch, route));
 }
 
 Status RdmaProvider::wait(std::span<EventChannel* const> channels, Nanos timeout) {

@@ -113,20 +113,29 @@ class RdmaMr final : public Mr {
 
 class RdmaEventChannel final : public EventChannel {
  public:
-  RdmaEventChannel(RdmaProvider& prov, rdma_event_channel* ch) : prov_(prov), ch_(ch) {}
+  // What the channel's ids point at. Outlives the wrapper when the channel is destroyed with
+  // ids still on it (an owner's teardown bug, logged at error level): the native channel and
+  // this record are then left alone so that those ids' rdma_destroy_id stays safe.
+  struct Shared {
+    rdma_event_channel* ch = nullptr;
+    RdmaEventChannel* owner = nullptr;  // null once the wrapper is gone
+    size_t ids = 0;
+  };
+  RdmaEventChannel(RdmaProvider& prov, rdma_event_channel* ch) : prov_(prov), shared_(new Shared{ch, this, 0}) {}
   ~RdmaEventChannel() override;
-  int fd() const override { return ch_->fd; }
+  int fd() const override { return shared_->ch->fd; }
   Result<CmEvent> get_event() override;
-  rdma_event_channel* get() const { return ch_; }
+  rdma_event_channel* get() const { return shared_->ch; }
+  Shared* shared() const { return shared_; }
 
  private:
   RdmaProvider& prov_;
-  rdma_event_channel* ch_;
+  Shared* shared_;
 };
 
 class RdmaCmId final : public CmId {
  public:
-  RdmaCmId(RdmaProvider& prov, rdma_cm_id* id, RdmaEventChannel* ch);
+  RdmaCmId(RdmaProvider& prov, rdma_cm_id* id, RdmaEventChannel& ch, Route route);
   ~RdmaCmId() override;
   Status bind_addr(const SockAddr& addr) override;
   Status resolve_addr(const SockAddr* src, const SockAddr& dst, int timeout_ms) override;
@@ -145,21 +154,22 @@ class RdmaCmId final : public CmId {
   Result<QpAttrWithMask> init_qp_attr(QpState state) override;
   Status set_local_ece(const Ece& ece) override;
   Result<Ece> get_remote_ece() override;
-  Status migrate(EventChannel& to) override;
   SockAddr local_addr() const override;
   SockAddr peer_addr() const override;
   Device* device() const override;
   uint8_t port_num() const override { return id_->port_num; }
-  EventChannel* channel() const override { return channel_; }
+  EventChannel* channel() const override { return channel_ ? channel_->owner : nullptr; }
 
  private:
   // Error for a failed rdma_* call (they return -1 and set errno), with the peer address.
   Error fail(const char* call, std::string detail = {}) const;
   Status check_conn_param(const char* call, const ConnParam& p) const;
+  Status migrate_native(EventChannel& to) override;
+  void attach(RdmaEventChannel::Shared* ch);
 
   RdmaProvider& prov_;
   rdma_cm_id* id_;
-  RdmaEventChannel* channel_;
+  RdmaEventChannel::Shared* channel_ = nullptr;
 };
 
 class RdmaProvider final : public Provider {
@@ -169,8 +179,7 @@ class RdmaProvider final : public Provider {
   std::string_view name() const override { return "rdma"; }
   Result<std::vector<Device*>> devices() override;
   Result<std::unique_ptr<EventChannel>> create_channel() override;
-  Result<std::unique_ptr<CmId>> create_id(EventChannel& ch, PortSpace ps,
-                                          void* user_context) override;
+  Result<std::unique_ptr<CmId>> create_id(EventChannel& ch, PortSpace ps, Route route) override;
   Status wait(std::span<EventChannel* const> channels, Nanos timeout) override;
   const Clock& clock() const override { return SteadyClock::instance(); }
 

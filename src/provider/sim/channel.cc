@@ -47,7 +47,8 @@ SimEventChannel::~SimEventChannel() {
     // The real stack would destroy those ids' kernel state with the channel's fd, and a later
     // rdma_destroy_id would fail on the closed fd. Here they just stop getting events.
     ++core.stats.channels_destroyed_with_ids;
-    WIREUP_LOG(info, "sim: event channel destroyed with %zu id(s) still on it", attached_.size());
+    WIREUP_LOG(error, "sim: event channel destroyed with %zu CM id(s) still on it: the ids must go first",
+               attached_.size());
     for (Handle h : attached_)
       if (SimCmId* id = core.ids.get(h)) id->chan = nullptr;
     attached_.clear();

@@ -69,9 +69,8 @@ uint32_t mtu_enum(uint32_t bytes) {
 }
 }  // namespace
 
-SimCmId::SimCmId(Core& c, uint32_t n, SimEventChannel* ch, PortSpace p, void* ctx)
-    : core(c), node(n), ps(p) {
-  user_context = ctx;
+SimCmId::SimCmId(Core& c, uint32_t n, SimEventChannel* ch, PortSpace p, Route route)
+    : CmId(route), core(c), node(n), ps(p) {
   self = core.ids.add(this);
   ++core.stats.ids_alive;
   attach(ch);
@@ -427,7 +426,7 @@ Status SimCmId::set_local_ece(const Ece& ece) {
 
 Result<Ece> SimCmId::get_remote_ece() { return remote_ece; }
 
-Status SimCmId::migrate(EventChannel& to) {
+Status SimCmId::migrate_native(EventChannel& to) {
   auto* target = dynamic_cast<SimEventChannel*>(&to);
   if (target == nullptr || &target->core != &core || target->node != node)
     return fail("rdma_migrate_id", EINVAL, "target channel belongs to another provider or node");

@@ -45,7 +45,7 @@ const char* to_string(IbState s);
 
 class SimCmId final : public CmId {
  public:
-  SimCmId(Core& core, uint32_t node, SimEventChannel* ch, PortSpace ps, void* user_context);
+  SimCmId(Core& core, uint32_t node, SimEventChannel* ch, PortSpace ps, Route route);
   ~SimCmId() override;
   Status bind_addr(const SockAddr& addr) override;
   Status resolve_addr(const SockAddr* src, const SockAddr& dst, int timeout_ms) override;
@@ -64,7 +64,6 @@ class SimCmId final : public CmId {
   Result<QpAttrWithMask> init_qp_attr(QpState state) override;
   Status set_local_ece(const Ece& ece) override;
   Result<Ece> get_remote_ece() override;
-  Status migrate(EventChannel& to) override;
   SockAddr local_addr() const override;
   SockAddr peer_addr() const override;
   Device* device() const override;
@@ -75,6 +74,7 @@ class SimCmId final : public CmId {
   SimDevice* bound_device() const;
   bool is_passive() const { return listener.valid() || passive; }
   void attach(SimEventChannel* ch);
+  Status migrate_native(EventChannel& to) override;
   // Errors in the style of the rdma provider: the call, errno, the peer address.
   Error fail(const char* call, int err, std::string detail) const;
 

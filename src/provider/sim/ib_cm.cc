@@ -225,7 +225,7 @@ void Core::handle_req(Msg& m) {
     return;
   }
   SimDevice* dev = device_at(m.dst_ip);
-  auto child = std::make_unique<SimCmId>(*this, n.index, nullptr, m.ps, nullptr);
+  auto child = std::make_unique<SimCmId>(*this, n.index, nullptr, m.ps, Route{});
   SimCmId& c = *child;
   c.passive = true;
   c.listener = l->self;

@@ -29,6 +29,14 @@ struct SimMesh::NodeState {
   std::unique_ptr<CmId> listener;
 };
 
+namespace {
+Route conn_route(uint32_t index) {
+  Route r;
+  r.tag = uint64_t{index} + 1;
+  return r;
+}
+}  // namespace
+
 SimMesh::SimMesh(SimFabric& fab, MeshOptions o) : fab_(fab), opt_(o) {}
 
 SimMesh::~SimMesh() {
@@ -60,7 +68,8 @@ Status SimMesh::connect(uint32_t from, uint32_t to) {
   c->index = static_cast<uint32_t>(conns_.size());
   c->from = from;
   c->to = to;
-  auto id = fab_.provider(from).create_id(*nodes_[from]->ch, PortSpace::tcp, c.get());
+  // Tag = index + 1: the mesh drives its own loop (no sink), and tag 0 is the listener.
+  auto id = fab_.provider(from).create_id(*nodes_[from]->ch, PortSpace::tcp, conn_route(c->index));
   if (!id) return id.error();
   c->aid = std::move(id).value();
   SockAddr src = fab_.address(from);
@@ -128,8 +137,9 @@ void SimMesh::handle(uint32_t node, CmEvent& ev) {
     on_request(node, ev);
     return;
   }
-  auto* c = static_cast<Conn*>(ev.id->user_context);
-  if (c == nullptr) return;  // a listener's own event
+  const uint64_t tag = ev.id->route().tag;
+  if (tag == 0 || tag > conns_.size()) return;  // a listener's own event
+  Conn* c = conns_[tag - 1].get();
   if (ev.id == c->aid.get()) on_active(*c, ev);
   else on_passive(*c, ev);
 }
@@ -200,7 +210,7 @@ void SimMesh::on_request(uint32_t node, CmEvent& ev) {
   }
   Conn& c = *conns_[index];
   c.pid = std::move(id);
-  c.pid->user_context = &c;
+  c.pid->set_route(conn_route(c.index));
   ConnParam p;
   if (opt_.create_qps) {
     Status s = make_qp(node, *c.pid, &c.pqp);

@@ -22,13 +22,13 @@ Result<std::unique_ptr<EventChannel>> SimProvider::create_channel() {
   return std::unique_ptr<EventChannel>(new SimEventChannel(core_, node_));
 }
 
-Result<std::unique_ptr<CmId>> SimProvider::create_id(EventChannel& ch, PortSpace ps, void* user_context) {
+Result<std::unique_ptr<CmId>> SimProvider::create_id(EventChannel& ch, PortSpace ps, Route route) {
   auto* sch = dynamic_cast<SimEventChannel*>(&ch);
   if (sch == nullptr || &sch->core != &core_ || sch->node != node_)
     return Error::make(ErrorCode::invalid_argument, "rdma_create_id",
                        "channel belongs to another provider or node");
   core_.charge(node_, core_.latency.create_id);
-  return std::unique_ptr<CmId>(new SimCmId(core_, node_, sch, ps, user_context));
+  return std::unique_ptr<CmId>(new SimCmId(core_, node_, sch, ps, route));
 }
 
 Status SimProvider::wait(std::span<EventChannel* const> channels, Nanos timeout) {

@@ -11,7 +11,7 @@ class SimProvider final : public Provider {
   std::string_view name() const override { return "sim"; }
   Result<std::vector<Device*>> devices() override;
   Result<std::unique_ptr<EventChannel>> create_channel() override;
-  Result<std::unique_ptr<CmId>> create_id(EventChannel& ch, PortSpace ps, void* user_context) override;
+  Result<std::unique_ptr<CmId>> create_id(EventChannel& ch, PortSpace ps, Route route) override;
   // Advances virtual time, processing fabric events in order, until one of `channels` has an
   // event or `timeout` of virtual time has passed. Never sleeps.
   Status wait(std::span<EventChannel* const> channels, Nanos timeout) override;

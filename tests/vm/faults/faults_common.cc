@@ -13,7 +13,7 @@ using namespace std::chrono_literals;
 
 EngineOptions vm_options(uint32_t rank, uint32_t nranks, uint32_t lanes, const prov::SockAddr& listen,
                          Nanos timeout) {
-  EngineOptions o;
+  EngineOptions o = engine_defaults();
   o.rank = rank;
   o.nranks = nranks;
   o.lanes = lanes;

@@ -12,6 +12,7 @@
 #include "provider/provider.h"
 #include "qp/factory.h"
 #include "wireup/engine.h"
+#include "wireup/options.h"
 
 namespace wireup::vmfaults {
 

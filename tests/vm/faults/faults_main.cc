@@ -87,7 +87,7 @@ int path(const Args& a) {
   std::vector<Nanos> req_rep[2], rep_rtu[2], total[2];
   uint64_t engine_retries = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    engine_retries += ranks[i].engine->stats().retries;
+    engine_retries += ranks[i].engine->stats()[Counter::retries];
     for (const ConnResult& x : ranks[i].engine->results()) {
       const int cross = side(i) != side(x.peer);
       const cm::Timings& t = x.timings;

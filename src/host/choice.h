@@ -1,0 +1,23 @@
+// The device this process uses: the provider's devices, the configured port's state, the
+// local rank and include/exclude, ranked by src/topo (hwloc locality when it can matter).
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "config/settings.h"
+#include "host/local_rank.h"
+#include "provider/provider.h"
+
+namespace wireup::host {
+
+struct DeviceChoice {
+  prov::Device* device = nullptr;  // owned by the provider
+  std::string why;                 // "rxe0 (machine): only usable device", for logs and summaries
+};
+
+// Locality (hwloc, seconds per process in the TCG VM) is loaded only when more than one device
+// is usable: it orders usable devices, it never makes one usable.
+Result<DeviceChoice> choose_device(prov::Provider& p, const config::Settings& s, const LocalRank& local_rank);
+
+}  // namespace wireup::host

@@ -1,0 +1,219 @@
+// The active side (starting connects within the window, granting QPs), and how every pair
+// settles: established (migrated, recorded), failed (retried or given up), expired.
+#include "common/log.h"
+#include "wireup/engine.h"
+
+namespace wireup {
+
+cm::Spec Engine::spec_for(const Pair& p) const {
+  cm::Spec spec;
+  spec.peer = p.peer;
+  spec.lane = p.lane;
+  spec.tag = pairs_.index(p);
+  spec.profile = &fixed_.profile;
+  // The passive side needs it too: a rtu_lost notice goes to the active peer's listener.
+  if (auto a = peers_.address(p.peer)) spec.remote = *a;
+  const Wire& w = fixed_.wire;
+  static_assert(kWireHeaderSize <= cm::PrivateData::kCapacity);
+  (void)spec.private_data.assign(p.role == cm::Role::active ? w.request(p.peer, p.lane, p.attempt)
+                                                            : w.accept(p.peer, p.lane, p.attempt));
+  // Not a stranger's reject: it carries the pair, so the peer's PeerError names the reason.
+  (void)spec.reject_data.assign(w.reject(RejectCode::local_failure, p.peer, p.lane, p.attempt));
+  return spec;
+}
+
+int Engine::start_connects() {
+  int work = 0;
+  const Nanos t = now();
+  while (admission_.connect_room()) {
+    Pair* p = nullptr;
+    if (auto i = retries_.pop_due(RetryScheduler::Queue::connect, t)) {
+      p = pairs_.at(*i);
+    } else if (!pairs_.all_started()) {
+      p = pairs_.next_to_start();
+    } else {
+      break;
+    }
+    if (p == nullptr || p->state() != PairState::waiting) continue;  // moved on meanwhile
+    ++p->attempt;
+    ++stats_[Counter::connects_started];
+    if (p->first_start == cm::kUnset) p->first_start = t;
+    ++work;
+    auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec_for(*p), this);
+    if (!c) {
+      fail_pair(*p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
+      continue;
+    }
+    (void)admission_.try_acquire_connect();  // room checked above
+    p->become(Connecting{std::move(c).value(), false, nullptr});
+  }
+  return work;
+}
+
+int Engine::grant_qps() {
+  int work = 0;
+  // Passive first: accepting is what lets the peers' connects (and so their windows) finish.
+  for (cm::Role role : {cm::Role::passive, cm::Role::active}) {
+    uint64_t i = 0;
+    while (admission_.next_waiter(role, &i)) {
+      Pair* p = pairs_.at(i);
+      auto* cs = p ? p->as<Connecting>() : nullptr;
+      if (cs == nullptr || cs->holds_qp_place) continue;
+      cm::Connection& c = *cs->conn;
+      if (c.state() != cm::State::route_resolved && c.state() != cm::State::requested) continue;
+      (void)admission_.try_acquire_qp(role);  // next_waiter() checked the room
+      cs->holds_qp_place = true;
+      Status st = role == cm::Role::active ? c.connect(fixed_.factory) : c.accept(fixed_.factory);
+      if (!st) WIREUP_LOG(debug, "rank %u lane %u: %s", p->peer, p->lane, st.message().c_str());
+      after_event(*p);
+      ++work;
+    }
+  }
+  return work;
+}
+
+void Engine::after_event(Pair& p) {
+  auto* cs = p.as<Connecting>();
+  if (cs == nullptr) return;
+  switch (cs->conn->state()) {
+    case cm::State::route_resolved:
+    case cm::State::requested:
+      if (!cs->holds_qp_place) admission_.wait_for_qp(p.role, pairs_.index(p));
+      return;
+    case cm::State::established:
+      return establish(p);
+    case cm::State::failed:
+      return settle_failure(p);
+    default:
+      return;
+  }
+}
+
+void Engine::release_state(Pair& p) {
+  if (auto* cs = p.as<Connecting>()) {
+    if (p.role == cm::Role::active) admission_.release_connect();
+    if (cs->holds_qp_place) admission_.release_qp(p.role);
+    cs->holds_qp_place = false;
+    retire(std::move(cs->conn));
+  } else if (auto* pr = p.as<Probing>()) {
+    if (pr->notice) retire(std::move(pr->notice->conn));
+  }
+}
+
+std::unique_ptr<cm::Failure> Engine::take_last(Pair& p) {
+  if (auto* w = p.as<Waiting>()) return std::move(w->last);
+  if (auto* c = p.as<Connecting>()) return std::move(c->last);
+  if (auto* pr = p.as<Probing>(); pr && pr->notice) return std::make_unique<cm::Failure>(pr->notice->unreachable);
+  return nullptr;
+}
+
+void Engine::abandon_attempt(Pair& p) {
+  Waiting w{take_last(p)};
+  release_state(p);
+  p.become(std::move(w));
+}
+
+void Engine::establish(Pair& p) {
+  auto& cs = *p.as<Connecting>();
+  std::unique_ptr<cm::Connection> c = std::move(cs.conn);
+  if (p.role == cm::Role::active) admission_.release_connect();
+  if (cs.holds_qp_place) admission_.release_qp(p.role);
+  // Every event of the id was acked before we got here: the migration cannot block.
+  if (Status m = c->migrate(*channels_.steady, prov::Route(static_cast<prov::CmEventSink*>(this), pairs_.index(p))); !m) {
+    Waiting w{std::move(cs.last)};
+    retire(std::move(c));
+    p.become(std::move(w));
+    return fail_pair(p, cm::Failure{cm::FailKind::local_error, 0, {}, m.error()});
+  }
+  pairs_.settled();
+  if (p.role == cm::Role::active) {
+    ++stats_[Counter::established_active];
+    life_.last_active_established = now();
+  } else {
+    ++stats_[Counter::established_passive];
+  }
+  stats_.record(*c, p.first_start);
+  ConnResult r;
+  r.peer = p.peer;
+  r.lane = p.lane;
+  r.role = p.role;
+  r.qp = c->qp();
+  r.local_qpn = c->qp() ? c->qp()->qpn() : 0;
+  r.remote_qpn = c->remote_qpn();
+  r.ece = c->ece();
+  if (c->qp()) r.device = c->qp()->device().info().name.c_str();
+  r.timings = c->timings();
+  r.attempts = p.attempt;
+  // Keep only what an established connection needs; the state machine goes.
+  Established e;
+  e.result = records_.add_result(r);
+  e.qp = c->take_qp();
+  e.id = c->take_id();
+  retire(std::move(c));
+  p.become(std::move(e));
+}
+
+void Engine::settle_failure(Pair& p) {
+  cm::Failure f = p.as<Connecting>()->conn->failure();
+  abandon_attempt(p);
+  fail_pair(p, f);
+}
+
+void Engine::fail_pair(Pair& p, const cm::Failure& f) {
+  stats_.failure(f.kind);
+  if (f.kind == cm::FailKind::rejected) stats_.reject_received(f.status);
+  if (p.role == cm::Role::passive) {
+    // The peer drives retries of its own pairs; stay ready for its next attempt and report
+    // this failure only if nothing better arrives before the deadline.
+    p.become(Waiting{std::make_unique<cm::Failure>(f)});
+    // UNREACHABLE on the passive side means our REP retries ran out: either every REP was
+    // lost (the peer will retry with a newer attempt) or every RTU was (the peer is
+    // established and would never retry). Only the peer knows which: ask it (repair.h).
+    if (f.kind == cm::FailKind::unreachable) start_notice(p);
+    return;
+  }
+  if (retries_.after_failure(pairs_.index(p), f, p.attempt, now()).retry) {
+    ++stats_[Counter::retries];
+    WIREUP_LOG(info, "rank %u lane %u attempt %u: %s; retrying", p.peer, p.lane, p.attempt, f.describe().c_str());
+    return;
+  }
+  give_up(p, f);
+}
+
+void Engine::give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause) {
+  release_state(p);
+  PeerError e{p.peer, p.lane, p.role, p.attempt, cause, peer_reject_code(f), f};
+  WIREUP_LOG(warn, "wireup: %s", e.describe().c_str());
+  p.become(Failed{records_.add_error(std::move(e))});
+  pairs_.settled();
+  ++stats_[Counter::failed];
+}
+
+void Engine::expire() {
+  for (Pair& p : pairs_) {
+    const PairState s = p.state();
+    if (s == PairState::established || s == PairState::failed) continue;
+    std::unique_ptr<cm::Failure> last = take_last(p);
+    release_state(p);
+    p.become(Waiting{});
+    cm::Failure f;
+    PeerError::Cause cause = PeerError::Cause::failed;
+    if (last && p.role == cm::Role::passive) {
+      f = *last;
+    } else {
+      const bool active = p.role == cm::Role::active;
+      cause = active ? PeerError::Cause::timed_out : PeerError::Cause::peer_never_connected;
+      f.kind = cm::FailKind::timed_out;
+      f.error = Error::make(ErrorCode::timed_out, "wireup",
+                            active ? "no connection before the wireup timeout"
+                                   : "the peer never connected before the wireup timeout");
+      f.error.peer = "rank " + std::to_string(p.peer);
+    }
+    stats_.failure(cm::FailKind::timed_out);
+    give_up(p, f, cause);
+  }
+  retries_.clear();
+  admission_.drop_waiters();
+}
+
+}  // namespace wireup

@@ -1,0 +1,115 @@
+// What the engine is given (options, the peer table) and what it hands back (results, errors,
+// steady-state events).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cm/connection.h"
+#include "common/clock.h"
+#include "ece/policy.h"
+#include "provider/provider.h"
+#include "qp/factory.h"
+#include "wireup/private_data.h"
+
+namespace wireup {
+
+// Every tunable's default lives in the configuration table (src/config/params.cc) and
+// nowhere else: start from engine_defaults() (wireup/options.h), or from engine_options() of
+// a loaded configuration. A default-constructed EngineOptions has zeros, which create()
+// refuses, naming the field.
+struct EngineOptions {
+  uint32_t rank = 0;
+  uint32_t nranks = 0;               // the job size: roles depend on it
+  uint32_t lanes = 0;                // connections per peer
+  uint64_t job_key = 0;              // shared secret; 0 is refused (a job must pick one)
+  prov::SockAddr listen_addr;        // where to listen (port 0: any free port)
+  int backlog = 0;                   // rdma_listen backlog (the kernel caps it at its sysctl)
+  bool reuseaddr = false;            // RDMA_OPTION_ID_REUSEADDR on the listener (a fixed port)
+  uint32_t connect_window = 0;       // active connects in flight
+  uint32_t qp_window = 0;            // QPs created, not yet established, per role (admission.h)
+  uint32_t max_attempts = 0;         // per (peer, lane), first one included
+  Nanos backoff_initial{0};
+  Nanos backoff_max{0};
+  double backoff_jitter = 0;         // the delay's random share, so that retries of many ranks do not align
+  Nanos wireup_timeout{0};
+  // How long the listener stays open after wireup ends (done()) if this rank initiated a
+  // connection, so that a passive peer whose REP retries ran out can still ask about it
+  // (repair.h). close() ends the linger. 0: close the listener at done().
+  Nanos rtu_linger{0};
+  int resolve_addr_timeout_ms = 0;
+  int resolve_route_timeout_ms = 0;
+  std::optional<uint8_t> tos;
+  std::optional<uint8_t> ack_timeout;
+  ece::Policy ece;
+  qp::QpOverrides qp;
+  prov::ConnParam param;             // resources and CM retry counts
+  uint64_t seed = 0;                 // jitter RNG; 0 = derived from rank
+};
+
+struct Peer {
+  uint32_t rank = 0;
+  std::vector<uint8_t> address;  // what that rank's local_address() returned
+};
+
+// One established connection, as handed to the transport. Records are append-only: a
+// connection the engine had to take back (an RTU repair before hand-over) stays in the table,
+// marked `withdrawn`, so that indexes into it never move.
+// One per established endpoint, so kept small and laid out without padding (128 bytes).
+struct ConnResult {
+  uint32_t peer = 0;
+  uint32_t lane = 0;
+  prov::Qp* qp = nullptr;       // owned by the engine until take_qp()
+  uint32_t local_qpn = 0;
+  uint32_t remote_qpn = 0;
+  ece::Report ece;
+  const char* device = "";      // the QP's device name (owned by the provider, like the device)
+  cm::Timings timings;
+  uint32_t attempts = 0;
+  cm::Role role = cm::Role::active;
+  bool withdrawn = false;       // taken back before hand-over (see above); qp is null
+};
+
+// A (peer, lane) that could not be connected, and why.
+struct PeerError {
+  // What ended the pair, beyond the failure's kind.
+  enum class Cause : uint8_t {
+    failed,                       // `failure` says it all (and peer_reason, for a REJ of ours)
+    timed_out,                    // no connection before the wireup timeout (active side)
+    peer_never_connected,         // passive: the peer's REQ never came before the deadline
+    rtu_peer_cannot_reconnect,    // passive: the peer had the lane and could not reconnect it
+    rtu_no_attempts_left,         // either side: the RTU was lost and the attempts are used up
+    rtu_listener_gone,            // passive: the active side's listener is gone (wireup ended)
+    rtu_notice_undeliverable,     // passive: the notice never got an answer
+    rtu_notice_refused,           // passive: the peer refused the notice with another code
+  };
+  uint32_t peer = 0;
+  uint32_t lane = 0;
+  cm::Role role = cm::Role::active;
+  uint32_t attempts = 0;
+  Cause cause = Cause::failed;
+  // The peer's own reason, when its REJ carried our private data (none otherwise).
+  RejectCode peer_reason = RejectCode::none;
+  cm::Failure failure;
+  std::string describe() const;
+};
+const char* to_string(PeerError::Cause c);
+
+// What the steady channel reports after wireup (DISCONNECTED, DEVICE_REMOVAL, ADDR_CHANGE...).
+struct SteadyEvent {
+  uint32_t peer = 0;
+  uint32_t lane = 0;
+  prov::CmEventType type = prov::CmEventType::disconnected;
+  int status = 0;
+  // The passive peer reported that it never got this connection's RTU (its REP retries ran
+  // out) after the lane had been handed over: the peer has no connection behind this QP.
+  // Delivered as DISCONNECTED, status -ECONNRESET.
+  bool rtu_lost = false;
+};
+
+// The peer's RejectCode carried in a REJ's private data, or none.
+RejectCode peer_reject_code(const cm::Failure& f);
+
+}  // namespace wireup

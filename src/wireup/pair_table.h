@@ -1,0 +1,126 @@
+// The planned (peer, lane) pairs of one engine, each with exactly one state and the data that
+// state owns:
+//
+//   waiting      nothing in flight. Active: its next attempt is due (start order or a retry).
+//                Passive: ready for the peer's next REQ; `last` is what to report if none
+//                comes before the deadline.
+//   connecting   a cm::Connection owns the id (and the QP once made); `holds_qp_place` says
+//                whether it counts against the QP window.
+//   established  only the id (migrated to the steady channel) and the QP until the transport
+//                takes it; `result` is its record in Records.
+//   failed       given up; `error` is its record in Records.
+//   probing      passive only: our REP retries ran out and a rtu_lost notice asks the active
+//                side whether it is established (repair.h).
+//
+// Built once by build(): the table never grows afterwards, so a sorted vector replaces a node
+// per entry, and a pair's address never changes.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "cm/connection.h"
+#include "provider/provider.h"
+
+namespace wireup {
+
+enum class PairState : uint8_t { waiting, connecting, established, failed, probing };
+const char* to_string(PairState s);
+
+inline uint64_t pair_key(uint32_t peer, uint32_t lane) { return (uint64_t(peer) << 16) | lane; }
+inline uint32_t key_peer(uint64_t k) { return static_cast<uint32_t>(k >> 16); }
+inline uint16_t key_lane(uint64_t k) { return static_cast<uint16_t>(k & 0xffff); }
+
+// A rtu_lost notice in flight or waiting for its next try (rare: kept out of line).
+struct Notice {
+  std::unique_ptr<cm::Connection> conn;  // null while waiting out a backoff
+  uint32_t attempt = 0;                  // the attempt whose RTU never came
+  uint32_t tries = 0;
+  cm::Failure unreachable;               // why we asked: reported if the peer never answers
+};
+
+struct Waiting {
+  std::unique_ptr<cm::Failure> last;  // passive: reported at the deadline if nothing better came
+};
+struct Connecting {
+  std::unique_ptr<cm::Connection> conn;
+  bool holds_qp_place = false;
+  std::unique_ptr<cm::Failure> last;  // passive: an earlier attempt's failure, kept for the deadline
+};
+struct Established {
+  std::unique_ptr<prov::CmId> id;  // declared before qp: destroyed after it
+  std::unique_ptr<prov::Qp> qp;    // until the transport takes it
+  uint32_t result = 0;
+  bool disconnected = false;       // DISCONNECTED seen (or sent) on the steady channel
+};
+struct Failed {
+  uint32_t error = 0;
+};
+struct Probing {
+  std::unique_ptr<Notice> notice;
+};
+
+struct Pair {
+  uint32_t peer = 0;
+  uint16_t lane = 0;
+  cm::Role role = cm::Role::active;
+  uint32_t attempt = 0;       // active: attempts made; passive: newest attempt seen
+  Nanos first_start{-1};      // cm::kUnset until the first attempt
+  std::variant<Waiting, Connecting, Established, Failed, Probing> st;
+
+  PairState state() const { return static_cast<PairState>(st.index()); }
+  uint64_t key() const { return pair_key(peer, lane); }
+  template <class S>
+  S* as() { return std::get_if<S>(&st); }
+  template <class S>
+  const S* as() const { return std::get_if<S>(&st); }
+  // Replaces the state (and destroys what the old one owned: retire connections first).
+  template <class S>
+  S& become(S s = {}) { return st.template emplace<S>(std::move(s)); }
+};
+static_assert(std::variant_size_v<decltype(Pair::st)> == 5, "one alternative per PairState");
+
+class PairTable {
+ public:
+  // `active` in start order (lane-major), `passive` in any order; keys must be distinct.
+  void build(const std::vector<uint64_t>& active, const std::vector<uint64_t>& passive);
+
+  Pair* find(uint64_t key);
+  const Pair* find(uint64_t key) const;
+  Pair* find(uint32_t peer, uint32_t lane) { return find(pair_key(peer, lane)); }
+  // A pair's index never changes after build(): the engine's internal tags (connection
+  // tags, steady routes, queues) are indexes, so that an event finds its pair in O(1).
+  uint32_t index(const Pair& p) const { return static_cast<uint32_t>(&p - pairs_.data()); }
+  Pair* at(uint64_t index) { return index < pairs_.size() ? &pairs_[index] : nullptr; }
+
+  std::vector<Pair>::iterator begin() { return pairs_.begin(); }
+  std::vector<Pair>::iterator end() { return pairs_.end(); }
+  std::vector<Pair>::const_iterator begin() const { return pairs_.begin(); }
+  std::vector<Pair>::const_iterator end() const { return pairs_.end(); }
+  size_t size() const { return pairs_.size(); }
+
+  // The next active pair in start order (first attempts), or null when all were started.
+  // (start_order_ holds indexes)
+  Pair* next_to_start();
+  bool all_started() const { return next_start_ >= start_order_.size(); }
+
+  // Pairs neither established nor failed.
+  size_t open() const { return open_; }
+  void settled() { --open_; }
+  void reopened() { ++open_; }
+
+  // Wireup over: the start order is not needed any more.
+  void release_start_order();
+  void clear();
+
+ private:
+  std::vector<Pair> pairs_;           // sorted by key
+  std::vector<uint64_t> start_order_;
+  size_t next_start_ = 0;
+  size_t open_ = 0;
+};
+
+}  // namespace wireup

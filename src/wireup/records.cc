@@ -1,0 +1,52 @@
+#include "wireup/records.h"
+
+namespace wireup {
+
+const char* to_string(PeerError::Cause c) {
+  using C = PeerError::Cause;
+  switch (c) {
+    case C::failed: return "failed";
+    case C::timed_out: return "timed_out";
+    case C::peer_never_connected: return "peer_never_connected";
+    case C::rtu_peer_cannot_reconnect: return "rtu_peer_cannot_reconnect";
+    case C::rtu_no_attempts_left: return "rtu_no_attempts_left";
+    case C::rtu_listener_gone: return "rtu_listener_gone";
+    case C::rtu_notice_undeliverable: return "rtu_notice_undeliverable";
+    case C::rtu_notice_refused: return "rtu_notice_refused";
+  }
+  return "?";
+}
+
+RejectCode peer_reject_code(const cm::Failure& f) {
+  if (f.kind != cm::FailKind::rejected) return RejectCode::none;
+  auto h = decode(f.private_data);
+  return h && h->kind == WireKind::reject ? h->reason : RejectCode::none;
+}
+
+std::string PeerError::describe() const {
+  std::string s = "rank " + std::to_string(peer) + " lane " + std::to_string(lane) + " (" +
+                  (role == cm::Role::active ? "active" : "passive") + ", " + std::to_string(attempts) +
+                  " attempt" + (attempts == 1 ? "" : "s") + "): " + failure.describe();
+  if (peer_reason != RejectCode::none) s += " [peer said: " + std::string(to_string(peer_reason)) + "]";
+  return s;
+}
+
+uint32_t Records::add_result(ConnResult r) {
+  results_.push_back(std::move(r));
+  return static_cast<uint32_t>(results_.size() - 1);
+}
+
+void Records::withdraw(uint32_t result) {
+  ConnResult& r = results_.at(result);
+  if (r.withdrawn) return;
+  r.withdrawn = true;
+  r.qp = nullptr;
+  ++withdrawn_;
+}
+
+uint32_t Records::add_error(PeerError e) {
+  errors_.push_back(std::move(e));
+  return static_cast<uint32_t>(errors_.size() - 1);
+}
+
+}  // namespace wireup

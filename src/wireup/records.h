@@ -1,0 +1,43 @@
+// What the engine hands back, as append-only records: results (a withdrawn one is marked,
+// never erased, so an index stays valid for good) and errors; and the steady-state events,
+// passed to the transport's callback.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "wireup/engine_types.h"
+
+namespace wireup {
+
+class Records {
+ public:
+  using SteadyCallback = std::function<void(const SteadyEvent&)>;
+
+  void reserve(size_t results) { results_.reserve(results); }
+  uint32_t add_result(ConnResult r);
+  // The engine took the connection back before the transport got it (RTU repair).
+  void withdraw(uint32_t result);
+  uint32_t add_error(PeerError e);
+  // The QP of result `i` left the engine (take_qp).
+  void qp_taken(uint32_t result) { results_.at(result).qp = nullptr; }
+
+  const std::vector<ConnResult>& results() const { return results_; }
+  const std::vector<PeerError>& errors() const { return errors_; }
+  size_t withdrawn() const { return withdrawn_; }
+
+  void on_steady_event(SteadyCallback cb) { steady_cb_ = std::move(cb); }
+  void report(const SteadyEvent& e) const {
+    if (steady_cb_) steady_cb_(e);
+  }
+  // Swaps the callback (close() listens in on the disconnects it waits for).
+  SteadyCallback exchange_callback(SteadyCallback cb) { return std::exchange(steady_cb_, std::move(cb)); }
+
+ private:
+  std::vector<ConnResult> results_;
+  std::vector<PeerError> errors_;
+  size_t withdrawn_ = 0;
+  SteadyCallback steady_cb_;
+};
+
+}  // namespace wireup

@@ -1,0 +1,55 @@
+#include "wireup/request_gate.h"
+
+#include "wireup/plan.h"
+
+namespace wireup {
+namespace {
+
+GateVerdict refuse(GateVerdict v, RejectCode code, std::string why) {
+  v.admit = Admit::refuse;
+  v.code = code;
+  v.why = std::move(why);
+  return v;
+}
+
+std::string rank_name(uint32_t r) { return "rank " + std::to_string(r); }
+
+}  // namespace
+
+GateVerdict check_request(const GateContext& ctx, std::span<const uint8_t> private_data) {
+  GateVerdict v;
+  auto h = decode(private_data);
+  if (!h) {
+    const bool version = private_data.size() > 4 && h.error().detail.rfind("version", 0) == 0;
+    return refuse(v, version ? RejectCode::bad_version : RejectCode::bad_magic, h.error().detail);
+  }
+  v.header = *h;
+  if (h->kind != WireKind::request && h->kind != WireKind::rtu_lost)
+    return refuse(v, RejectCode::bad_magic, "not a request");
+  if (h->job_key != ctx.job_key) return refuse(v, RejectCode::wrong_job_key, "job key mismatch");
+  if (h->dst_rank != ctx.self) return refuse(v, RejectCode::wrong_destination, "for " + rank_name(h->dst_rank));
+  if (h->src_rank >= ctx.nranks || ctx.peers == nullptr || !ctx.peers->contains(h->src_rank))
+    return refuse(v, RejectCode::unknown_rank, rank_name(h->src_rank));
+  if (h->lane >= ctx.lanes) return refuse(v, RejectCode::bad_lane, "lane " + std::to_string(h->lane));
+  // A rtu_lost notice comes from the passive side of a pair we initiate: the rule reverses.
+  const bool notice = h->kind == WireKind::rtu_lost;
+  if (notice ? !plan::initiates(ctx.self, h->src_rank, ctx.nranks) : !plan::initiates(h->src_rank, ctx.self, ctx.nranks))
+    return refuse(v, RejectCode::wrong_role,
+                  notice ? rank_name(h->src_rank) + " initiates to us" : "we initiate to " + rank_name(h->src_rank));
+  if (!ctx.accepting) return refuse(v, RejectCode::shutting_down, "not wiring up");
+  v.admit = notice ? Admit::rtu_notice : Admit::connect;
+  return v;
+}
+
+GateVerdict check_pair(GateVerdict v, PairState state, uint32_t newest_attempt) {
+  if (v.admit != Admit::connect) return v;
+  const uint32_t a = v.header.attempt;
+  if (a == 0 || a <= newest_attempt)
+    return refuse(v, RejectCode::stale_attempt,
+                  "attempt " + std::to_string(a) + " after " + std::to_string(newest_attempt));
+  if (state == PairState::established) return refuse(v, RejectCode::duplicate, "lane already connected");
+  if (state == PairState::failed) return refuse(v, RejectCode::shutting_down, "pair given up");
+  return v;
+}
+
+}  // namespace wireup

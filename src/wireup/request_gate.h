@@ -1,0 +1,52 @@
+// The request gate: what the passive side makes of a CONNECT_REQUEST, decided from its
+// private data, the peer table, the plan and the pair's state alone, before anything is
+// allocated for it. Pure: every stranger case is a row of a table test.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "wireup/pair_table.h"
+#include "wireup/peer_table.h"
+#include "wireup/private_data.h"
+
+namespace wireup {
+
+struct GateContext {
+  uint64_t job_key = 0;
+  uint32_t self = 0;
+  uint32_t nranks = 0;
+  uint32_t lanes = 0;
+  const PeerTable* peers = nullptr;
+  bool accepting = false;  // started and still wiring up (the setup channel is open)
+};
+
+enum class Admit : uint8_t {
+  refuse,      // answer with a REJ carrying `code`
+  connect,     // a planned peer's REQ for a pair we accept: check_pair() next
+  rtu_notice,  // a rtu_lost notice about a pair we initiate (repair.h)
+};
+
+struct GateVerdict {
+  Admit admit = Admit::refuse;
+  WireHeader header;  // valid unless the private data did not decode
+  RejectCode code = RejectCode::none;
+  std::string why;
+  // A request that is not from a planned peer of this job (counted as a stranger), as
+  // opposed to a planned peer's request that came at the wrong time.
+  bool stranger() const {
+    return admit == Admit::refuse && code != RejectCode::stale_attempt && code != RejectCode::duplicate &&
+           code != RejectCode::shutting_down;
+  }
+};
+
+// Who is asking: magic, version, kind, job, destination, source rank, lane, role.
+GateVerdict check_request(const GateContext& ctx, std::span<const uint8_t> private_data);
+
+// Whether a planned peer's REQ (admit == connect) may go on, given the pair's state and the
+// newest attempt seen: an older or equal attempt is stale, a connected lane a duplicate, a
+// pair given up on is refused. On success the verdict stays `connect`.
+GateVerdict check_pair(GateVerdict v, PairState state, uint32_t newest_attempt);
+
+}  // namespace wireup

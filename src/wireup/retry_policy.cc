@@ -1,0 +1,78 @@
+#include "wireup/retry_policy.h"
+
+#include <algorithm>
+
+#include "wireup/private_data.h"
+
+namespace wireup {
+
+bool retryable(const cm::Failure& f) {
+  using cm::FailKind;
+  switch (f.kind) {
+    case FailKind::unreachable:
+    case FailKind::address_error:
+    case FailKind::route_error:
+    case FailKind::connect_error:
+      return true;
+    case FailKind::rejected: {
+      if (f.status == prov::reject_reason::no_listener) return true;  // peer not listening yet
+      // The peer's CM still remembers an old connection of our QPN or port (it restarted, or
+      // our previous attempt is in its TIMEWAIT): a new attempt with a fresh QP goes through.
+      if (f.status == prov::reject_reason::stale_conn) return true;
+      if (f.status != prov::reject_reason::consumer) return false;    // 35 (ECE) and others
+      auto h = decode(f.private_data);
+      if (!h || h->kind != WireKind::reject) return true;  // not our reject: a transient refusal
+      return h->reason == RejectCode::local_failure || h->reason == RejectCode::stale_attempt;
+    }
+    default:
+      return false;
+  }
+}
+
+Nanos backoff(const RetryPolicy& p, uint32_t attempt, double u) {
+  const double cap = static_cast<double>(p.max.count());
+  double base = static_cast<double>(p.initial.count());
+  for (uint32_t i = 1; i < attempt && base < cap; ++i) base *= 2;
+  base = std::min(base, cap);
+  u = std::clamp(u, -1.0, 1.0);
+  return Nanos(static_cast<int64_t>(base * (1.0 + p.jitter * u)));
+}
+
+RetryDecision decide(const RetryPolicy& p, const cm::Failure& f, uint32_t attempt, Nanos now, double u) {
+  if (!retryable(f) || attempt >= p.max_attempts) return {};
+  return {true, now + backoff(p, attempt, u)};
+}
+
+double RetryScheduler::draw() { return std::uniform_real_distribution<double>(-1.0, 1.0)(rng_); }
+
+Nanos RetryScheduler::schedule(Queue q, uint64_t key, uint32_t attempt, Nanos now) {
+  const Nanos at = now + backoff(policy_, attempt, draw());
+  queue(q).emplace(at, key);
+  return at;
+}
+
+RetryDecision RetryScheduler::after_failure(uint64_t key, const cm::Failure& f, uint32_t attempt, Nanos now) {
+  const RetryDecision d = decide(policy_, f, attempt, now, draw());
+  if (d.retry) connects_.emplace(d.at, key);
+  return d;
+}
+
+std::optional<uint64_t> RetryScheduler::pop_due(Queue q, Nanos now) {
+  auto& m = queue(q);
+  if (m.empty() || m.begin()->first > now) return std::nullopt;
+  const uint64_t k = m.begin()->second;
+  m.erase(m.begin());
+  return k;
+}
+
+Nanos RetryScheduler::next_due(Queue q) const {
+  const auto& m = queue(q);
+  return m.empty() ? Nanos::max() : m.begin()->first;
+}
+
+void RetryScheduler::clear() {
+  connects_.clear();
+  notices_.clear();
+}
+
+}  // namespace wireup

@@ -1,0 +1,70 @@
+// When a failed attempt is tried again: a pure policy (which failures are worth another
+// attempt, and how long to wait) and the one scheduler that holds the retries that are due
+// later. Nothing else in the engine decides or schedules a retry.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+
+#include "cm/connection.h"
+#include "common/clock.h"
+
+namespace wireup {
+
+struct RetryPolicy {
+  uint32_t max_attempts = 0;  // per (peer, lane), the first one included
+  Nanos initial{0};
+  Nanos max{0};
+  double jitter = 0;  // the delay is scaled by 1 + jitter * u, u drawn from [-1, 1]
+};
+
+// A failure the peer or the fabric may not repeat: REJ 8 (nothing listening yet), REJ 10
+// (stale connection: the peer restarted or still has our last attempt in TIMEWAIT), UNREACHABLE, ADDR/ROUTE/CONNECT_ERROR, a REJ that is not ours, and our own transient
+// reasons (local_failure, stale_attempt). ECE (35), other IB reasons and every other
+// RejectCode are final.
+bool retryable(const cm::Failure& f);
+
+// The delay before the attempt after `attempt` (1-based): initial * 2^(attempt-1), capped at
+// max, then scaled by the jitter draw `u` in [-1, 1].
+Nanos backoff(const RetryPolicy& p, uint32_t attempt, double u);
+
+struct RetryDecision {
+  bool retry = false;
+  Nanos at{0};  // when, if retry
+};
+// After `attempt` failed with `f` at `now`.
+RetryDecision decide(const RetryPolicy& p, const cm::Failure& f, uint32_t attempt, Nanos now, double u);
+
+// The retries that wait out their backoff, in two queues: connects (which also wait for a
+// place in the connect window) and rtu_lost notices (which do not). Entries name pairs (the
+// engine uses pair indexes); a pair that moved on meanwhile is skipped by whoever pops it.
+class RetryScheduler {
+ public:
+  enum class Queue : uint8_t { connect, notice };
+  RetryScheduler(RetryPolicy p, uint64_t seed) : policy_(p), rng_(seed) {}
+
+  const RetryPolicy& policy() const { return policy_; }
+  // Schedules `key` after its `attempt`-th try (1-based); returns when it is due.
+  Nanos schedule(Queue q, uint64_t key, uint32_t attempt, Nanos now);
+  // Decides with decide() and schedules if it says retry.
+  RetryDecision after_failure(uint64_t key, const cm::Failure& f, uint32_t attempt, Nanos now);
+  // The next key of `q` due at `now`, removed from the queue.
+  std::optional<uint64_t> pop_due(Queue q, Nanos now);
+  // The earliest due time of `q`, or Nanos::max().
+  Nanos next_due(Queue q) const;
+  void clear();
+
+ private:
+  double draw();
+  std::multimap<Nanos, uint64_t>& queue(Queue q) { return q == Queue::connect ? connects_ : notices_; }
+  const std::multimap<Nanos, uint64_t>& queue(Queue q) const { return q == Queue::connect ? connects_ : notices_; }
+
+  RetryPolicy policy_;
+  std::mt19937_64 rng_;
+  std::multimap<Nanos, uint64_t> connects_;
+  std::multimap<Nanos, uint64_t> notices_;
+};
+
+}  // namespace wireup

@@ -1,0 +1,380 @@
+// The engine's pure parts, each alone: retry policy, admission, request gate (the stranger
+// table), repair decisions, pair table, stranger log, wire builders, phase spans.
+#include <gtest/gtest.h>
+
+#include "wireup/admission.h"
+#include "wireup/pair_table.h"
+#include "wireup/peer_table.h"
+#include "wireup/repair.h"
+#include "wireup/request_gate.h"
+#include "wireup/retry_policy.h"
+#include "wireup/stats.h"
+#include "wireup/stranger_log.h"
+#include "wireup/wire.h"
+
+namespace wireup {
+namespace {
+
+using namespace std::chrono_literals;
+
+cm::Failure rejected(int reason, std::span<const uint8_t> pd = {}) {
+  cm::Failure f;
+  f.kind = cm::FailKind::rejected;
+  f.status = reason;
+  f.private_data.assign(pd.begin(), pd.end());
+  return f;
+}
+cm::Failure failed(cm::FailKind k) {
+  cm::Failure f;
+  f.kind = k;
+  return f;
+}
+
+// --- retry policy ------------------------------------------------------------------------------
+
+TEST(RetryPolicy, WhatIsWorthAnotherAttempt) {
+  const Wire w(7, 1);
+  EXPECT_TRUE(retryable(failed(cm::FailKind::unreachable)));
+  EXPECT_TRUE(retryable(failed(cm::FailKind::address_error)));
+  EXPECT_TRUE(retryable(failed(cm::FailKind::route_error)));
+  EXPECT_TRUE(retryable(failed(cm::FailKind::connect_error)));
+  EXPECT_TRUE(retryable(rejected(prov::reject_reason::no_listener)));
+  EXPECT_TRUE(retryable(rejected(prov::reject_reason::stale_conn))) << "the peer restarted: try a fresh QP";
+  EXPECT_TRUE(retryable(rejected(prov::reject_reason::consumer))) << "a REJ that is not ours";
+  EXPECT_TRUE(retryable(rejected(28, w.reject(RejectCode::local_failure, 0, 0, 1))));
+  EXPECT_TRUE(retryable(rejected(28, w.reject(RejectCode::stale_attempt, 0, 0, 1))));
+  EXPECT_FALSE(retryable(rejected(28, w.refuse_stranger(RejectCode::wrong_job_key))));
+  EXPECT_FALSE(retryable(rejected(28, w.refuse_stranger(RejectCode::wrong_role))));
+  EXPECT_FALSE(retryable(rejected(prov::reject_reason::vendor_option)));
+  EXPECT_FALSE(retryable(failed(cm::FailKind::ece_rejected)));
+  EXPECT_FALSE(retryable(failed(cm::FailKind::local_error)));
+  EXPECT_FALSE(retryable(failed(cm::FailKind::device_removal)));
+}
+
+TEST(RetryPolicy, BackoffDoublesToItsCapWithJitterWithinBounds) {
+  const RetryPolicy p{5, 50ms, 300ms, 0.25};
+  EXPECT_EQ(backoff(p, 1, 0), 50ms);
+  EXPECT_EQ(backoff(p, 2, 0), 100ms);
+  EXPECT_EQ(backoff(p, 3, 0), 200ms);
+  EXPECT_EQ(backoff(p, 4, 0), 300ms);
+  EXPECT_EQ(backoff(p, 40, 0), 300ms);
+  EXPECT_EQ(backoff(p, 1, 1), Nanos(62'500'000));
+  EXPECT_EQ(backoff(p, 1, -1), Nanos(37'500'000));
+  EXPECT_EQ(backoff(p, 1, 9), Nanos(62'500'000)) << "draws are clamped to [-1, 1]";
+}
+
+TEST(RetryPolicy, DecideGivesUpOnTheLastAttemptAndOnFinalFailures) {
+  const RetryPolicy p{3, 50ms, 5s, 0};
+  const Nanos now = 10s;
+  auto d = decide(p, failed(cm::FailKind::unreachable), 1, now, 0);
+  EXPECT_TRUE(d.retry);
+  EXPECT_EQ(d.at, now + 50ms);
+  EXPECT_TRUE(decide(p, failed(cm::FailKind::unreachable), 2, now, 0).retry);
+  EXPECT_FALSE(decide(p, failed(cm::FailKind::unreachable), 3, now, 0).retry);
+  EXPECT_FALSE(decide(p, rejected(prov::reject_reason::vendor_option), 1, now, 0).retry);
+}
+
+TEST(RetryScheduler, QueuesAreApartAndPopInDueOrder) {
+  RetryScheduler s(RetryPolicy{5, 10ms, 1s, 0}, 1);
+  EXPECT_EQ(s.next_due(RetryScheduler::Queue::connect), Nanos::max());
+  s.schedule(RetryScheduler::Queue::connect, 7, 2, 0s);  // due 20 ms
+  s.schedule(RetryScheduler::Queue::connect, 8, 1, 0s);  // due 10 ms
+  s.schedule(RetryScheduler::Queue::notice, 9, 1, 0s);
+  EXPECT_EQ(s.next_due(RetryScheduler::Queue::connect), 10ms);
+  EXPECT_FALSE(s.pop_due(RetryScheduler::Queue::connect, 5ms));
+  EXPECT_EQ(*s.pop_due(RetryScheduler::Queue::connect, 30ms), 8u);
+  EXPECT_EQ(*s.pop_due(RetryScheduler::Queue::connect, 30ms), 7u);
+  EXPECT_FALSE(s.pop_due(RetryScheduler::Queue::connect, 30ms));
+  EXPECT_EQ(*s.pop_due(RetryScheduler::Queue::notice, 30ms), 9u);
+  EXPECT_FALSE(s.after_failure(1, failed(cm::FailKind::unreachable), 5, 0s).retry);
+  EXPECT_EQ(s.next_due(RetryScheduler::Queue::connect), Nanos::max()) << "a give-up schedules nothing";
+}
+
+// --- admission ---------------------------------------------------------------------------------
+
+TEST(Admission, ConnectWindow) {
+  Admission a(2, 1);
+  EXPECT_TRUE(a.try_acquire_connect());
+  EXPECT_TRUE(a.try_acquire_connect());
+  EXPECT_FALSE(a.try_acquire_connect());
+  a.release_connect();
+  EXPECT_TRUE(a.connect_room());
+  EXPECT_EQ(a.connects_in_flight(), 1u);
+}
+
+TEST(Admission, QpWindowsArePerRoleAndWaitersKeepTheirOrder) {
+  Admission a(8, 1);
+  a.wait_for_qp(cm::Role::active, 11);
+  a.wait_for_qp(cm::Role::active, 12);
+  a.wait_for_qp(cm::Role::passive, 21);
+  EXPECT_TRUE(a.qp_grant_ready());
+  uint64_t k = 0;
+  ASSERT_TRUE(a.next_waiter(cm::Role::active, &k));
+  EXPECT_EQ(k, 11u);
+  EXPECT_TRUE(a.try_acquire_qp(cm::Role::active));
+  EXPECT_FALSE(a.next_waiter(cm::Role::active, &k)) << "the active window is full";
+  // A full active window never blocks the passive side: that is what breaks the deadlock of
+  // two ranks whose windows filled with their own connects.
+  ASSERT_TRUE(a.next_waiter(cm::Role::passive, &k));
+  EXPECT_EQ(k, 21u);
+  EXPECT_TRUE(a.try_acquire_qp(cm::Role::passive));
+  a.release_qp(cm::Role::active);
+  ASSERT_TRUE(a.next_waiter(cm::Role::active, &k));
+  EXPECT_EQ(k, 12u);
+  a.drop_waiters();
+  EXPECT_FALSE(a.qp_grant_ready());
+}
+
+// --- the request gate: every stranger, one row ---------------------------------------------------
+
+struct GateRow {
+  const char* what;
+  std::function<void(WireHeader&)> edit;
+  RejectCode want;  // none: admitted
+  Admit admit;
+};
+
+TEST(RequestGate, StrangerTable) {
+  // Rank 1 of 4, 2 lanes. plan::initiates: 0 -> 1, 1 -> 2; between 1 and 3 (distance 2 in 4)
+  // the lower rank (1) initiates.
+  PeerTable peers;
+  peers.assign({{0, prov::SockAddr::ipv4(0x0a000001, 1)},
+                {2, prov::SockAddr::ipv4(0x0a000002, 1)},
+                {3, prov::SockAddr::ipv4(0x0a000003, 1)}});
+  const GateContext ctx{0x1234, 1, 4, 2, &peers, true};
+  auto base = [] {
+    WireHeader h;
+    h.kind = WireKind::request;
+    h.job_key = 0x1234;
+    h.src_rank = 0;
+    h.dst_rank = 1;
+    h.lane = 1;
+    h.attempt = 1;
+    return h;
+  };
+  const std::vector<GateRow> rows = {
+      {"a planned peer's request", [](WireHeader&) {}, RejectCode::none, Admit::connect},
+      {"another job", [](WireHeader& h) { h.job_key = 0x9999; }, RejectCode::wrong_job_key, Admit::refuse},
+      {"no key", [](WireHeader& h) { h.job_key = 0; }, RejectCode::wrong_job_key, Admit::refuse},
+      {"for another rank", [](WireHeader& h) { h.dst_rank = 2; }, RejectCode::wrong_destination, Admit::refuse},
+      {"a rank beyond the job", [](WireHeader& h) { h.src_rank = 40; }, RejectCode::unknown_rank, Admit::refuse},
+      {"ourselves", [](WireHeader& h) { h.src_rank = 1; }, RejectCode::unknown_rank, Admit::refuse},
+      {"a lane beyond the plan", [](WireHeader& h) { h.lane = 2; }, RejectCode::bad_lane, Admit::refuse},
+      {"a peer we initiate to", [](WireHeader& h) { h.src_rank = 2; }, RejectCode::wrong_role, Admit::refuse},
+      {"a REP as a request", [](WireHeader& h) { h.kind = WireKind::accept; }, RejectCode::bad_magic, Admit::refuse},
+      {"a REJ as a request", [](WireHeader& h) { h.kind = WireKind::reject; h.reason = RejectCode::duplicate; },
+       RejectCode::bad_magic, Admit::refuse},
+      {"a notice from a peer we initiate to", [](WireHeader& h) { h.kind = WireKind::rtu_lost; h.src_rank = 2; },
+       RejectCode::none, Admit::rtu_notice},
+      {"a notice from a peer that initiates to us", [](WireHeader& h) { h.kind = WireKind::rtu_lost; },
+       RejectCode::wrong_role, Admit::refuse},
+  };
+  for (const GateRow& r : rows) {
+    WireHeader h = base();
+    r.edit(h);
+    const GateVerdict v = check_request(ctx, encode(h));
+    EXPECT_EQ(v.admit, r.admit) << r.what;
+    EXPECT_EQ(v.code, r.want) << r.what << ": " << v.why;
+    if (r.want != RejectCode::none) {
+      EXPECT_FALSE(v.why.empty()) << r.what;
+    }
+  }
+  // Bytes that are not a wireup header at all.
+  const std::vector<uint8_t> junk(56, 0xab);
+  EXPECT_EQ(check_request(ctx, junk).code, RejectCode::bad_magic);
+  EXPECT_EQ(check_request(ctx, {}).code, RejectCode::bad_magic);
+  auto b = encode(base());
+  b[4] = 9;  // version
+  EXPECT_EQ(check_request(ctx, b).code, RejectCode::bad_version);
+  // Known peers asking while we no longer wire up.
+  GateContext closed = ctx;
+  closed.accepting = false;
+  const GateVerdict late = check_request(closed, encode(base()));
+  EXPECT_EQ(late.code, RejectCode::shutting_down);
+  EXPECT_FALSE(late.stranger()) << "a planned peer that came late is not a stranger";
+  EXPECT_TRUE(check_request(ctx, junk).stranger());
+}
+
+TEST(RequestGate, PairStateTable) {
+  WireHeader h;
+  h.attempt = 3;
+  GateVerdict v;
+  v.admit = Admit::connect;
+  v.header = h;
+  EXPECT_EQ(check_pair(v, PairState::waiting, 2).admit, Admit::connect);
+  EXPECT_EQ(check_pair(v, PairState::connecting, 2).admit, Admit::connect) << "a newer attempt supersedes";
+  EXPECT_EQ(check_pair(v, PairState::probing, 2).admit, Admit::connect) << "a newer attempt answers our notice";
+  EXPECT_EQ(check_pair(v, PairState::waiting, 3).code, RejectCode::stale_attempt);
+  EXPECT_EQ(check_pair(v, PairState::connecting, 7).code, RejectCode::stale_attempt);
+  EXPECT_EQ(check_pair(v, PairState::established, 2).code, RejectCode::duplicate);
+  EXPECT_EQ(check_pair(v, PairState::failed, 2).code, RejectCode::shutting_down);
+  v.header.attempt = 0;
+  EXPECT_EQ(check_pair(v, PairState::waiting, 0).code, RejectCode::stale_attempt) << "attempt 0 never exists";
+}
+
+// --- the repair decisions -------------------------------------------------------------------------
+
+TEST(Repair, ActiveSideAnswers) {
+  using repair::Action;
+  auto ans = [](PairState s, uint32_t attempt, bool wiring, bool qp, uint32_t notice_attempt) {
+    return repair::answer(repair::ActiveView{s, attempt, 4, wiring, qp}, notice_attempt);
+  };
+  EXPECT_EQ(ans(PairState::failed, 2, true, false, 2).code, RejectCode::repair_refused);
+  auto a = ans(PairState::connecting, 2, true, false, 2);
+  EXPECT_EQ(a.code, RejectCode::repair_pending);
+  EXPECT_EQ(a.action, Action::abandon_and_retry);
+  EXPECT_EQ(ans(PairState::connecting, 4, true, false, 4).action, Action::abandon_and_give_up);
+  EXPECT_EQ(ans(PairState::connecting, 3, true, false, 2).action, Action::none) << "an older attempt's notice";
+  EXPECT_EQ(ans(PairState::established, 3, true, true, 2).code, RejectCode::repair_pending);
+  a = ans(PairState::established, 2, true, true, 2);
+  EXPECT_EQ(a.code, RejectCode::repair_accepted);
+  EXPECT_EQ(a.action, Action::tear_down_and_retry);
+  EXPECT_EQ(ans(PairState::established, 4, true, true, 4).action, Action::tear_down_and_give_up);
+  a = ans(PairState::established, 2, false, true, 2);
+  EXPECT_EQ(a.code, RejectCode::repair_refused);
+  EXPECT_EQ(a.action, Action::report_handed_over) << "wireup over: the lane is the transport's";
+  EXPECT_EQ(ans(PairState::established, 2, true, false, 2).action, Action::report_handed_over)
+      << "the transport took the QP";
+}
+
+TEST(Repair, PassiveSideReadsTheAnswer) {
+  const Wire w(7, 0);
+  using repair::Outcome;
+  using C = PeerError::Cause;
+  auto rej = [&](RejectCode c) { return rejected(28, w.reject(c, 1, 0, 2)); };
+  EXPECT_EQ(repair::settle(rej(RejectCode::repair_accepted), 1, 5).outcome, Outcome::peer_reconnects);
+  EXPECT_EQ(repair::settle(rej(RejectCode::repair_pending), 1, 5).outcome, Outcome::peer_retries);
+  auto s = repair::settle(rej(RejectCode::repair_refused), 1, 5);
+  EXPECT_EQ(s.outcome, Outcome::give_up);
+  EXPECT_EQ(s.cause, C::rtu_peer_cannot_reconnect);
+  EXPECT_EQ(repair::settle(rej(RejectCode::local_failure), 1, 5).outcome, Outcome::ask_again);
+  s = repair::settle(rej(RejectCode::wrong_role), 1, 5);
+  EXPECT_EQ(s.cause, C::rtu_notice_refused);
+  EXPECT_EQ(s.peer_code, RejectCode::wrong_role);
+  EXPECT_EQ(repair::settle(rejected(prov::reject_reason::no_listener), 4, 5).outcome, Outcome::ask_again);
+  EXPECT_EQ(repair::settle(rejected(prov::reject_reason::no_listener), 5, 5).cause, C::rtu_listener_gone);
+  EXPECT_EQ(repair::settle(failed(cm::FailKind::unreachable), 5, 5).cause, C::rtu_notice_undeliverable);
+}
+
+// --- the pair table --------------------------------------------------------------------------------
+
+TEST(PairTable, OneStatePerPairAndStableIndexes) {
+  PairTable t;
+  t.build({pair_key(5, 0), pair_key(3, 0), pair_key(5, 1)}, {pair_key(1, 0)});
+  EXPECT_EQ(t.size(), 4u);
+  EXPECT_EQ(t.open(), 4u);
+  Pair* p = t.find(3, 0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->role, cm::Role::active);
+  EXPECT_EQ(p->state(), PairState::waiting);
+  EXPECT_EQ(t.at(t.index(*p)), p);
+  EXPECT_EQ(t.find(1, 0)->role, cm::Role::passive);
+  EXPECT_EQ(t.find(9, 0), nullptr);
+  EXPECT_EQ(t.at(99), nullptr);
+  // Start order is the order given, not the key order.
+  EXPECT_EQ(t.next_to_start()->peer, 5u);
+  EXPECT_EQ(t.next_to_start()->peer, 3u);
+  Pair* last = t.next_to_start();
+  EXPECT_EQ(last->lane, 1u);
+  EXPECT_TRUE(t.all_started());
+  EXPECT_EQ(t.next_to_start(), nullptr);
+  p->become(Failed{3});
+  EXPECT_EQ(p->state(), PairState::failed);
+  EXPECT_EQ(p->as<Failed>()->error, 3u);
+  EXPECT_EQ(p->as<Waiting>(), nullptr);
+  t.settled();
+  EXPECT_EQ(t.open(), 3u);
+}
+
+// --- the stranger log ------------------------------------------------------------------------------
+
+TEST(StrangerLog, OneLinePerHostAndBoundedMemory) {
+  StrangerLog log(2);
+  EXPECT_EQ(log.note("10.0.0.1:100"), StrangerLog::Verdict::log);
+  EXPECT_EQ(log.note("10.0.0.1:101"), StrangerLog::Verdict::seen) << "another port, the same host";
+  EXPECT_EQ(log.note("10.0.0.2:100"), StrangerLog::Verdict::log);
+  for (int i = 3; i < 1000; ++i) EXPECT_EQ(log.note("10.0.0." + std::to_string(i) + ":1"), StrangerLog::Verdict::unlogged);
+  EXPECT_EQ(log.remembered(), 2u);
+  EXPECT_EQ(log.unlogged(), 997u);
+  EXPECT_EQ(log.note("10.0.0.2:9"), StrangerLog::Verdict::seen);
+}
+
+// --- wire builders ---------------------------------------------------------------------------------
+
+TEST(Wire, EveryKindDecodesToWhatWasBuilt) {
+  const Wire w(0xfeed, 4);
+  auto req = decode(w.request(9, 3, 2));
+  ASSERT_TRUE(req);
+  EXPECT_EQ(req->kind, WireKind::request);
+  EXPECT_EQ(req->job_key, 0xfeedu);
+  EXPECT_EQ(req->src_rank, 4u);
+  EXPECT_EQ(req->dst_rank, 9u);
+  EXPECT_EQ(req->lane, 3u);
+  EXPECT_EQ(req->attempt, 2u);
+  EXPECT_EQ(decode(w.accept(9, 3, 2))->kind, WireKind::accept);
+  EXPECT_EQ(decode(w.rtu_lost(9, 3, 2))->kind, WireKind::rtu_lost);
+  auto rej = decode(w.reject(RejectCode::repair_pending, 9, 3, 2));
+  EXPECT_EQ(rej->reason, RejectCode::repair_pending);
+  EXPECT_EQ(rej->job_key, 0u) << "no REJ carries the job key";
+  auto st = decode(w.refuse_stranger(RejectCode::wrong_job_key));
+  EXPECT_EQ(st->reason, RejectCode::wrong_job_key);
+  EXPECT_EQ(st->job_key, 0u);
+  EXPECT_EQ(st->dst_rank, 0u) << "a stranger learns only our rank and the reason";
+  EXPECT_EQ(st->src_rank, 4u);
+}
+
+// --- phase spans and counters ----------------------------------------------------------------------
+
+TEST(Stats, PhaseSpansPerRole) {
+  cm::Timings t;
+  t.start = 10ns;
+  t.addr_resolved = 15ns;
+  t.route_resolved = 20ns;
+  t.qp_created = 30ns;
+  t.request = 31ns;
+  t.response = 40ns;
+  t.rts = 45ns;
+  t.established = 46ns;
+  auto a = phase_spans(t, cm::Role::active, 1ns);
+  EXPECT_EQ(a[size_t(Phase::resolve_addr)], 5ns);
+  EXPECT_EQ(a[size_t(Phase::req_to_rep)], 9ns);
+  EXPECT_EQ(a[size_t(Phase::attempt)], 36ns);
+  EXPECT_EQ(a[size_t(Phase::total)], 45ns);
+  cm::Timings pt;  // passive: it starts with the request
+  pt.start = pt.request = 10ns;
+  pt.qp_created = 12ns;
+  pt.rts = 15ns;
+  pt.established = 20ns;
+  auto p = phase_spans(pt, cm::Role::passive, 10ns);
+  EXPECT_EQ(p[size_t(Phase::resolve_addr)], cm::kUnset);
+  EXPECT_EQ(p[size_t(Phase::qp_create)], 2ns);
+  EXPECT_EQ(p[size_t(Phase::rtr_rts)], 3ns);
+  EXPECT_EQ(p[size_t(Phase::establish)], 5ns);
+  EXPECT_EQ(p[size_t(Phase::attempt)], 10ns);
+  t.rts = 44ns;
+  t.established = 43ns;  // a clock that went backwards gives no span, never a negative one
+  EXPECT_EQ(phase_spans(t, cm::Role::active, 1ns)[size_t(Phase::establish)], cm::kUnset);
+  cm::Timings u;  // nothing reached
+  for (Nanos d : phase_spans(u, cm::Role::active, cm::kUnset)) EXPECT_EQ(d, cm::kUnset);
+}
+
+TEST(Stats, CountersByEnumNamesOnlyInJson) {
+  Stats s;
+  ++s[Counter::retries];
+  s.reject_sent(RejectCode::wrong_job_key);
+  s.reject_received(28);
+  s.reject_received(500);  // beyond any IB reason: kept in the last bucket
+  s.failure(cm::FailKind::unreachable);
+  EXPECT_EQ(s[Counter::retries], 1u);
+  EXPECT_EQ(s.rejects_sent(RejectCode::wrong_job_key), 1u);
+  EXPECT_EQ(s.rejects_received(28), 1u);
+  EXPECT_EQ(s.rejects_received(Stats::kRejectReasons - 1), 1u);
+  const std::string j = s.to_json();
+  EXPECT_NE(j.find("\"retries\":1"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"rejects_sent\":{\"wrong_job_key\":1}"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"failures\":{\"unreachable\":1}"), std::string::npos) << j;
+  EXPECT_EQ(j.find("\"attempt\""), std::string::npos) << "not sampled";
+}
+
+}  // namespace
+}  // namespace wireup

@@ -1,0 +1,82 @@
+// The rdma path's rank, as a transport builds it: a wireup::Context, its own PD and CQ on the
+// context's ibv_context, an RC QP per connection from its factory, and the wireup handle.
+// Public API only (include/wireup/wireup.hpp) and libibverbs.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "wireup/wireup.hpp"
+#include "wireup_a2a.h"
+
+namespace wireup::a2a {
+
+class RdmaRank {
+ public:
+  // The context: configuration (--config, --set, WIREUP_*), device choice, listen address
+  // (--addr, else the device port's interface). Throws wireup::Exception.
+  explicit RdmaRank(const Options& o);
+  ~RdmaRank();
+  RdmaRank(const RdmaRank&) = delete;
+  RdmaRank& operator=(const RdmaRank&) = delete;
+
+  // PD, a CQ for every connection of the job (a SEND and a RECV each), the wireup handle.
+  // Throws wireup::Exception, or std::runtime_error for a verbs call.
+  void open(uint32_t rank, uint32_t nranks, uint64_t job_key);
+
+  wireup::Context& context() { return ctx_; }
+  wireup::Wireup& wireup() { return *w_; }
+  uint32_t lanes() const { return lanes_; }
+  // Established lanes the peer disconnected (steady channel), e.g. because its process died.
+  const std::set<std::pair<uint32_t, uint32_t>>& disconnected() const { return disconnected_; }
+  // Disconnects (wireup_destroy), then destroys the QPs, CQ and PD; the context goes last.
+  void close();
+
+  ibv_pd* pd() const { return pd_; }
+  ibv_cq* cq() const { return cq_; }
+
+ private:
+  ibv_qp* create_qp(const wireup::QpRequest& r);
+  void release_qp(ibv_qp* qp);
+
+  wireup::Context ctx_;
+  uint32_t lanes_ = 1;
+  ibv_qp_cap caps_{};
+  ibv_pd* pd_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  std::set<ibv_qp*> qps_;  // every QP the factory made and not released yet
+  std::set<std::pair<uint32_t, uint32_t>> disconnected_;
+  std::optional<wireup::Wireup> w_;  // last: destroyed first, before the QPs it used
+};
+
+// The SEND check's verbs on a rank's established QPs, its PD and CQ; peers in `skip` (dead
+// ranks) take no part.
+class VerbsDataPath : public DataPath {
+ public:
+  VerbsDataPath(RdmaRank& rr, const std::set<uint32_t>& skip);
+  ~VerbsDataPath() override;
+  VerbsDataPath(const VerbsDataPath&) = delete;
+  VerbsDataPath& operator=(const VerbsDataPath&) = delete;
+  const std::vector<DataLane>& lanes() const { return lanes_; }
+  Problem register_buffer(char* buf, size_t len) override;
+  Problem post_recv(size_t i, uint64_t wr_id, char* addr, uint32_t len) override;
+  Problem post_send(size_t i, uint64_t wr_id, const char* addr, uint32_t len) override;
+  int poll(Completion* wc, int n, Problem& error) override;
+
+ private:
+  RdmaRank& rr_;
+  std::vector<DataLane> lanes_;
+  std::vector<ibv_qp*> qps_;
+  ibv_mr* mr_ = nullptr;
+};
+
+// What this rank contributes to the summary, from the public API's results, errors,
+// counters, tallies and phase samples.
+RankReport make_report(uint32_t rank, RdmaRank& rr, double wireup_s, const std::set<uint32_t>& dead);
+
+}  // namespace wireup::a2a

@@ -1,0 +1,199 @@
+// The rdma rank's own verbs objects (PD, CQ, QPs: the factory a transport would write), its
+// SEND check path, and its report, all through the public API.
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "wireup_a2a_rdma.h"
+
+namespace wireup::a2a {
+namespace {
+
+uint32_t config_u32(wireup::Context& c, const char* key) {
+  std::string v = c.config_value(key);
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);  // "0x10"
+  try {
+    size_t used = 0;
+    const unsigned long n = std::stoul(v, &used, 0);
+    if (used != v.size() || n > UINT32_MAX) throw std::out_of_range(key);
+    return static_cast<uint32_t>(n);
+  } catch (const std::exception&) {
+    throw std::runtime_error(std::string("config ") + key + " = \"" + v + "\" is not a number");
+  }
+}
+
+wireup::ContextParams context_params(const Options& o) {
+  wireup::ContextParams p;
+  p.config_file = o.config_file;
+  p.overrides = o.overrides;
+  p.listen_ip = o.addr;
+  return p;
+}
+
+// The names the sim's reports use for the same failures (src/common's ErrorCode names).
+const char* status_name(wireup_status_t s) {
+  switch (s) {
+    case WIREUP_ERR_INVALID_ARGUMENT: return "invalid_argument";
+    case WIREUP_ERR_INVALID_STATE: return "invalid_state";
+    case WIREUP_ERR_NO_DEVICE: return "no_device";
+    case WIREUP_ERR_CONFIG: return "config_error";
+    case WIREUP_ERR_NOT_SUPPORTED: return "not_supported";
+    case WIREUP_ERR_TIMED_OUT: return "timed_out";
+    case WIREUP_ERR_REJECTED: return "rejected";
+    case WIREUP_ERR_UNREACHABLE: return "unreachable";
+    case WIREUP_ERR_ADDRESS: return "address_error";
+    case WIREUP_ERR_PROTOCOL: return "protocol_error";
+    case WIREUP_ERR_DEVICE_REMOVED: return "device_removed";
+    case WIREUP_ERR_RESOURCE: return "resource_exhausted";
+    case WIREUP_ERR_SYSTEM: return "system_error";
+    default: return "internal";
+  }
+}
+
+// "rejected(35)", "local_error(not_supported)", "timed_out".
+std::string failure_kind(const wireup_peer_error_t& e) {
+  const std::string kind = e.kind != nullptr ? e.kind : "unknown";
+  if (kind == "rejected") return "rejected(" + std::to_string(e.reject_reason) + ")";
+  if (kind == "local_error") return "local_error(" + std::string(status_name(e.status)) + ")";
+  return kind;
+}
+
+std::string errno_text(const char* call, int err) { return std::string(call) + ": " + std::strerror(err); }
+
+}  // namespace
+
+VerbsDataPath::VerbsDataPath(RdmaRank& rr, const std::set<uint32_t>& skip) : rr_(rr) {
+  for (const wireup_result_t& r : rr.wireup().results())
+    if (r.qp != nullptr && !skip.count(r.peer)) {
+      lanes_.push_back(DataLane{r.peer, r.lane, r.local_qpn});
+      qps_.push_back(r.qp);
+    }
+}
+
+VerbsDataPath::~VerbsDataPath() {
+  if (mr_ != nullptr) (void)ibv_dereg_mr(mr_);
+}
+
+Problem VerbsDataPath::register_buffer(char* buf, size_t len) {
+  mr_ = ibv_reg_mr(rr_.pd(), buf, len, IBV_ACCESS_LOCAL_WRITE);
+  return mr_ != nullptr ? Problem{} : errno_text("ibv_reg_mr", errno);
+}
+
+Problem VerbsDataPath::post_recv(size_t i, uint64_t wr_id, char* addr, uint32_t len) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(addr), len, mr_->lkey};
+  ibv_recv_wr wr{}, *bad = nullptr;
+  wr.wr_id = wr_id, wr.sg_list = &sge, wr.num_sge = 1;
+  const int rc = ibv_post_recv(qps_[i], &wr, &bad);
+  return rc == 0 ? Problem{} : errno_text("ibv_post_recv", rc) + " (rank " + std::to_string(lanes_[i].peer) + ")";
+}
+
+Problem VerbsDataPath::post_send(size_t i, uint64_t wr_id, const char* addr, uint32_t len) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(addr), len, mr_->lkey};
+  ibv_send_wr wr{}, *bad = nullptr;
+  wr.wr_id = wr_id, wr.sg_list = &sge, wr.num_sge = 1, wr.opcode = IBV_WR_SEND, wr.send_flags = IBV_SEND_SIGNALED;
+  const int rc = ibv_post_send(qps_[i], &wr, &bad);
+  return rc == 0 ? Problem{} : errno_text("ibv_post_send", rc) + " (rank " + std::to_string(lanes_[i].peer) + ")";
+}
+
+int VerbsDataPath::poll(Completion* out, int n, Problem& error) {
+  ibv_wc wc[64];
+  const int got = ibv_poll_cq(rr_.cq(), std::min(n, 64), wc);
+  if (got < 0) return error = "ibv_poll_cq failed", -1;
+  for (int k = 0; k < got; ++k) out[k] = Completion{wc[k].wr_id, int(wc[k].status), wc[k].byte_len, wc[k].qp_num};
+  return got;
+}
+
+RdmaRank::RdmaRank(const Options& o) : ctx_(context_params(o)) {
+  lanes_ = config_u32(ctx_, "engine.lanes");
+  caps_.max_send_wr = config_u32(ctx_, "qp.max_send_wr");
+  caps_.max_recv_wr = config_u32(ctx_, "qp.max_recv_wr");
+  caps_.max_send_sge = config_u32(ctx_, "qp.max_send_sge");
+  caps_.max_recv_sge = config_u32(ctx_, "qp.max_recv_sge");
+  caps_.max_inline_data = config_u32(ctx_, "qp.max_inline_data");
+}
+
+RdmaRank::~RdmaRank() { close(); }
+
+void RdmaRank::open(uint32_t rank, uint32_t nranks, uint64_t job_key) {
+  pd_ = ibv_alloc_pd(ctx_.ibv_context());
+  if (pd_ == nullptr) throw std::runtime_error(errno_text("ibv_alloc_pd", errno) + " on " + ctx_.device_name());
+  // One shared CQ: a SEND and a RECV completion per connection during the check, plus slack.
+  const uint64_t conns = uint64_t(nranks - 1) * lanes_;
+  const int entries = int(std::max<uint64_t>(256, 2 * conns + 64));
+  cq_ = ibv_create_cq(ctx_.ibv_context(), entries, nullptr, nullptr, 0);
+  if (cq_ == nullptr)
+    throw std::runtime_error(errno_text("ibv_create_cq", errno) + " (" + std::to_string(entries) + " entries)");
+  w_.emplace(ctx_, wireup::Params{rank, nranks, 0, job_key}, [this](const wireup::QpRequest& r) { return create_qp(r); },
+             [this](const wireup::QpRequest&, ibv_qp* qp) { release_qp(qp); });
+  w_->on_event([this](const wireup_event_t& ev) {
+    if (ev.type == WIREUP_EVENT_DISCONNECTED) disconnected_.insert({ev.peer, ev.lane});
+  });
+}
+
+ibv_qp* RdmaRank::create_qp(const wireup::QpRequest& r) {
+  if (r.context != ctx_.ibv_context()) {  // one device per process: the PD and CQ live there
+    errno = EXDEV;
+    return nullptr;
+  }
+  ibv_qp_init_attr a{};
+  a.send_cq = cq_;
+  a.recv_cq = cq_;
+  a.qp_type = IBV_QPT_RC;
+  a.cap = caps_;
+  ibv_qp* qp = ibv_create_qp(pd_, &a);
+  if (qp != nullptr) qps_.insert(qp);
+  return qp;  // nullptr with errno set, as the factory contract wants
+}
+
+void RdmaRank::release_qp(ibv_qp* qp) {
+  if (qps_.erase(qp)) (void)ibv_destroy_qp(qp);  // an attempt that did not connect: ours to destroy
+}
+
+void RdmaRank::close() {
+  w_.reset();  // disconnects, waits up to 2 s for the peers; our QPs stay ours
+  for (ibv_qp* qp : qps_) (void)ibv_destroy_qp(qp);
+  qps_.clear();
+  if (cq_ != nullptr) (void)ibv_destroy_cq(cq_), cq_ = nullptr;
+  if (pd_ != nullptr) (void)ibv_dealloc_pd(pd_), pd_ = nullptr;
+}
+
+RankReport make_report(uint32_t rank, RdmaRank& rr, double wireup_s, const std::set<uint32_t>& dead) {
+  wireup::Wireup& w = rr.wireup();
+  RankReport r;
+  r.rank = rank;
+  r.wireup_s = wireup_s;
+  const std::vector<wireup_result_t> results = w.results();
+  const std::vector<wireup_peer_error_t> errors = w.errors();
+  for (const wireup_result_t& c : results) {
+    if (r.device.empty() && c.device != nullptr) r.device = c.device;
+    if (dead.count(c.peer)) {
+      ++r.lost;
+      r.errors_by_peer[c.peer][rr.disconnected().count({c.peer, c.lane}) ? "disconnected" : "lost"]++;
+    } else if (c.active) {
+      ++r.active_to_live;
+    }
+  }
+  r.planned = results.size() + errors.size();
+  const wireup_counters_t n = w.counters();
+  r.connects_started = n.connects_started;
+  r.retries = n.retries;
+  r.failed = n.failed;
+  r.superseded = n.superseded;
+  r.strangers = n.strangers;
+  r.events = n.events;
+  for (const wireup::Wireup::Tally& t : w.tallies()) {
+    if (t.group == "rejects_received") r.rejects_received[std::stoi(t.key)] = t.count;
+    else if (t.group == "rejects_sent") r.rejects_sent[t.key] = t.count;
+    else if (t.group == "failures") r.failures[t.key] = t.count;
+    else if (t.group == "ece_outcomes") r.ece_outcomes[t.key] = t.count;
+  }
+  for (size_t p = 0; p < kPhases; ++p)
+    for (uint64_t ns : w.phase_samples(static_cast<wireup_phase_t>(p))) r.samples[p].push_back(int64_t(ns));
+  for (const wireup_peer_error_t& e : errors) r.errors_by_peer[e.peer][failure_kind(e)]++;
+  return r;
+}
+
+}  // namespace wireup::a2a
