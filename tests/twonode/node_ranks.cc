@@ -161,9 +161,10 @@ int round(const Args& a, prov::Provider& p, const prov::SockAddr& listen, const 
       max_attempts = std::max<uint64_t>(max_attempts, x.attempts);
     }
     for (const PeerError& x : e.errors()) c.expect(false, "rank " + std::to_string(first + i) + ": " + x.describe());
-    retries += e.stats().retries, started += e.stats().connects_started, conns += e.results().size();
-    for (auto& [why, k] : e.stats().rejects_received) rejects[why] += k;
-    for (auto& [why, k] : e.stats().failures) failures[why] += k;
+    retries += e.stats()[Counter::retries], started += e.stats()[Counter::connects_started];
+    conns += e.results().size();
+    for (auto& [why, k] : e.stats().rejects_received_by_reason()) rejects[why] += k;
+    for (auto& [why, k] : e.stats().failures_by_name()) failures[why] += k;
   }
   const std::string res_name = name + ".res.";
   c.expect(publish(fs::path(a.dir) / (res_name + std::to_string(a.node)), res.str()), "results written");
