@@ -14,6 +14,8 @@ PKGS=(
   openmpi-bin libopenmpi-dev
   # soft-RoCE VM harness: qemu (TCG), busybox for the initramfs, kmod for depmod/modprobe
   qemu-system-x86 busybox-static kmod cpio xz-utils iproute2
+  # the two-node pair (scripts/vm/pair.sh): sshd/ssh between the guests (never started on the host)
+  openssh-server openssh-client
   # fuzzers and sanitizers
   clang libclang-rt-14-dev
   jq

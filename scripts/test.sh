@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: installs what is missing, builds, runs the unit
-# tests on the host and the real-stack suite inside the soft-RoCE VM (one boot); then the
+# tests on the host and the real-stack suite inside the soft-RoCE VM (one boot); the two-node
+# suite across a pair of VMs (ctest label twonode, one boot of the pair); then the
 # unit suite again under ASan+UBSan+LSan (scripts/sanitize.sh, build-asan) and a short run of
 # every fuzz target (scripts/fuzz.sh, build-fuzz).
 #   scripts/test.sh [extra ctest args]      e.g. scripts/test.sh -L unit
 # Env: BUILD_DIR (default ./build), WIREUP_JOBS (default nproc);
 #      TEST_SANITIZE=0 skips the sanitizer suite, TEST_FUZZ_SECONDS (default 20 per target,
-#      0 skips the fuzz run). Exit status: non-zero if any of the three parts failed.
+#      0 skips the fuzz run), TEST_TWONODE=0 skips the two-node suite. Exit status: non-zero
+#      if any of the parts failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -38,7 +40,7 @@ ctest_summary() { grep -E '^[0-9]+% tests passed' "$1" | tail -1 || true; }
 # in_vm tests run inside the VM through vm.suite, never directly on the host.
 # (a log of an earlier run must not pass for this one's)
 rm -f "$BUILD_DIR/tests/vm/Testing/Temporary/LastTest.log"
-run_part "$BUILD_DIR/test-main.log" ctest --test-dir "$BUILD_DIR" --output-on-failure -LE in_vm "$@"
+run_part "$BUILD_DIR/test-main.log" ctest --test-dir "$BUILD_DIR" --output-on-failure -LE 'in_vm|twonode' "$@"
 main_rc=$part_rc main_secs=$part_secs
 # vm.suite shows its inner output only on failure: print the inner result lines either way.
 inner=$BUILD_DIR/tests/vm/Testing/Temporary/LastTest.log
@@ -47,6 +49,20 @@ if [ -f "$inner" ]; then
   grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|^\[(engine|a2a|mpi)\]|tests? passed|Test time' "$inner" | sed 's/^/  vm| /' || true
 fi
 echo "test.sh: tests took $main_secs s"
+
+# The two-node suite: its own boot (a pair of VMs), its own line in the summary.
+twonode_rc=skip twonode_secs=0
+if [ "${TEST_TWONODE:-1}" != 0 ] && (($# == 0)); then
+  tn_inner=$BUILD_DIR/Testing/Temporary/LastTest.log
+  rm -f "$tn_inner"
+  run_part "$BUILD_DIR/test-twonode.log" ctest --test-dir "$BUILD_DIR" --output-on-failure -L twonode
+  twonode_rc=$part_rc twonode_secs=$part_secs
+  if [ -f "$tn_inner" ]; then
+    echo "test.sh: across the pair:"
+    grep -E '\[twonode\] (===== .*: |  [a-z0-9]+ +(ok|FAILED) )|KNOWN|FAILED|pair: node|loss: [0-9]|restart: (node|rounds)|REQ 0x' "$tn_inner" |
+      sed 's/^/  pair| /' || true
+  fi
+fi
 
 asan_rc=skip asan_secs=0
 if [ "${TEST_SANITIZE:-1}" != 0 ]; then
@@ -64,6 +80,12 @@ echo
 echo "test.sh: summary (build $((t1 - t0)) s)"
 printf '  %-22s %-16s %5d s  %s\n' "tests" "$(status "$main_rc")" "$main_secs" \
   "$(ctest_summary "$BUILD_DIR/test-main.log")"
+if [ "$twonode_rc" != skip ]; then
+  printf '  %-22s %-16s %5d s  %s\n' "two-node (pair of VMs)" "$(status "$twonode_rc")" "$twonode_secs" \
+    "$(ctest_summary "$BUILD_DIR/test-twonode.log")"
+else
+  printf '  %-22s %s\n' "two-node (pair of VMs)" "skipped (TEST_TWONODE=0 or a ctest filter given)"
+fi
 if [ "$asan_rc" != skip ]; then
   printf '  %-22s %-16s %5d s  %s\n' "sanitizers (unit)" "$(status "$asan_rc")" "$asan_secs" \
     "$(ctest_summary "$BUILD_DIR/test-sanitize.log")"
@@ -76,7 +98,7 @@ if [ "$fuzz_rc" != skip ]; then
 else
   printf '  %-22s %s\n' "fuzz" "skipped (TEST_FUZZ_SECONDS=0)"
 fi
-for rc in "$main_rc" "$asan_rc" "$fuzz_rc"; do
+for rc in "$main_rc" "$twonode_rc" "$asan_rc" "$fuzz_rc"; do
   [ "$rc" = skip ] || [ "$rc" = 0 ] || exit 1
 done
 exit 0

@@ -4,11 +4,15 @@
 # 1. loads the modules listed in /lib/modules/load.list (dependencies first),
 # 2. mounts the host root read-only (9p tag "hostroot") on /newroot, with fresh proc, sys,
 #    devtmpfs and tmpfs mounts, and the writable host share (9p tag "share") at its host path,
-# 3. brings up lo and dummy0 (10.0.0.1/24) and the soft-RoCE device rxe0 on dummy0,
+#    and, if the host asked for it (a checkout under a path the guest covers with tmpfs), the
+#    source tree read-only (9p tag "src") at its host path,
+# 3. brings up lo and dummy0 (10.0.0.1/24) and the soft-RoCE device rxe0 on dummy0; or, as
+#    node N of a pair (scripts/vm/pair.sh), eth0 (the virtio link) = 10.0.1.N/24 and rxe0 on it,
 # 4. runs the command script command.sh left in SHARE/.wireup-vm/RUN/ inside the chroot,
 # 5. writes the exit status next to it and powers off (sysrq o).
 #
-# Kernel command line parameters: wireup.run=RUN (required), wireup.verbose=1.
+# Kernel command line parameters: wireup.run=RUN (required), wireup.verbose=1, wireup.node=N
+# (1 or 2: one node of a pair).
 
 export PATH=/bin
 mount -t proc proc /proc
@@ -28,11 +32,13 @@ fail() {
 
 RUN=""
 VERBOSE=0
+NODE=
 # shellcheck disable=SC2013  # the command line is one line of words
 for w in $(cat /proc/cmdline); do
   case "$w" in
     wireup.run=*) RUN=${w#wireup.run=} ;;
     wireup.verbose=1) VERBOSE=1 ;;
+    wireup.node=[12]) NODE=${w#wireup.node=} ;;
   esac
 done
 [ -n "$RUN" ] || fail "no wireup.run= on the kernel command line"
@@ -61,17 +67,33 @@ mount -t tmpfs -o mode=1777 tmpfs $R/dev/shm
 for d in /tmp /run /var/tmp; do
   [ -d "$R$d" ] && mount -t tmpfs -o mode=1777 tmpfs "$R$d"
 done
+if [ -f "$RUNDIR/src_path" ]; then
+  SRC_PATH=$(cat "$RUNDIR/src_path")
+  mount -t 9p -o "$opts,ro,cache=loose" src /src || fail "cannot mount the source tree (9p src)"
+  mkdir -p "$R$SRC_PATH" 2>/dev/null
+  mount -o bind /src "$R$SRC_PATH" || fail "cannot bind the source tree to $SRC_PATH"
+fi
 mkdir -p "$R$SHARE_PATH" 2>/dev/null # succeeds only below a tmpfs; elsewhere it exists already
 mount -o bind /share "$R$SHARE_PATH" || fail "cannot bind the share to $SHARE_PATH"
 
-hostname wireup-vm
-echo wireup-vm >/proc/sys/kernel/hostname
+NAME=wireup-vm
+[ -n "$NODE" ] && NAME=wireup-node$NODE
+hostname $NAME
+echo $NAME >/proc/sys/kernel/hostname
 in_root() { chroot $R "$@"; }
 in_root ip link set lo up || fail "ip link set lo up"
-in_root ip link add dummy0 type dummy || fail "ip link add dummy0"
-in_root ip addr add 10.0.0.1/24 dev dummy0 || fail "ip addr add"
-in_root ip link set dummy0 up || fail "ip link set dummy0 up"
-in_root rdma link add rxe0 type rxe netdev dummy0 || fail "rdma link add rxe0"
+if [ -n "$NODE" ]; then
+  # One node of a pair: the virtio NIC is the link to the other guest (a qemu socket netdev on
+  # the host's loopback); both guests use 10.0.1.0/24 on it, nothing else is reachable.
+  in_root ip link set eth0 up || fail "ip link set eth0 up (no virtio NIC?)"
+  in_root ip addr add "10.0.1.$NODE/24" dev eth0 || fail "ip addr add 10.0.1.$NODE/24"
+  in_root rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0 (eth0)"
+else
+  in_root ip link add dummy0 type dummy || fail "ip link add dummy0"
+  in_root ip addr add 10.0.0.1/24 dev dummy0 || fail "ip addr add"
+  in_root ip link set dummy0 up || fail "ip link set dummy0 up"
+  in_root rdma link add rxe0 type rxe netdev dummy0 || fail "rdma link add rxe0"
+fi
 i=0
 until in_root rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE'; do
   i=$((i + 1))

@@ -26,7 +26,8 @@ CACHE=$(cd "$1" && pwd)
 # Modules the guest needs; their dependencies are resolved with modprobe --show-depends.
 # crc32_generic: rdma_rxe asks the crypto API for "crc32" at runtime (not a symbol dependency).
 # veth + sch_netem: tests/vm/faults builds a RoCE path across a veth pair and loses/delays on it.
-MODULES=(virtio_pci 9pnet_virtio 9p dummy crc32_generic veth sch_netem ib_uverbs rdma_ucm rdma_rxe)
+# virtio_net: the pair's link (scripts/vm/pair.sh), a virtio NIC on a qemu socket netdev.
+MODULES=(virtio_pci 9pnet_virtio 9p dummy crc32_generic veth sch_netem virtio_net ib_uverbs rdma_ucm rdma_rxe)
 # Extra insmod arguments. numdummies=0: otherwise the module creates dummy0 itself.
 declare -A MODARGS=([dummy]="numdummies=0")
 
@@ -183,7 +184,7 @@ fi
 log "building initramfs for $KVER"
 STAGE=$(mktemp -d "$CACHE/.initramfs.XXXXXX")
 trap 'rm -rf "$STAGE"' EXIT
-mkdir -p "$STAGE"/{bin,dev,proc,sys,tmp,newroot,share,lib/modules,etc}
+mkdir -p "$STAGE"/{bin,dev,proc,sys,tmp,newroot,share,src,lib/modules,etc}
 ln -s bin "$STAGE/sbin"
 cp "$BUSYBOX" "$STAGE/bin/busybox"
 for applet in $("$BUSYBOX" --list); do

@@ -16,6 +16,10 @@
 #   --mem MB           guest memory (default 2048)
 #   --env NAME[=VAL]   pass one more environment variable (repeatable)
 #   --verbose          show the whole console (kernel log, init trace)
+#   --node N --link LOCAL:REMOTE
+#                      one node (1 or 2) of a pair (scripts/vm/pair.sh): a virtio NIC on a qemu
+#                      UDP socket netdev bound to 127.0.0.1:LOCAL, sending to 127.0.0.1:REMOTE;
+#                      the guest is 10.0.1.N/24 on eth0 with rxe0 on it
 # Exit status: COMMAND's, or 124 on timeout, or 125 if the VM failed before reporting one.
 set -euo pipefail
 
@@ -33,6 +37,8 @@ SMP=$(nproc 2>/dev/null || echo 2)
 MEM=2048
 VERBOSE=0
 EXTRA_ENV=()
+NODE=""
+LINK=""
 
 while (($#)); do
   case "$1" in
@@ -49,6 +55,8 @@ while (($#)); do
     --env) (($# >= 2)) || usage; EXTRA_ENV+=("$2"); shift 2 ;;
     --env=*) EXTRA_ENV+=("${1#*=}"); shift ;;
     --verbose|-v) VERBOSE=1; shift ;;
+    --node) (($# >= 2)) || usage; NODE=$2; shift 2 ;;
+    --link) (($# >= 2)) || usage; LINK=$2; shift 2 ;;
     -h|--help) usage ;;
     --) shift; break ;;
     *) echo "vm: unknown option '$1' (the command goes after --)" >&2; usage ;;
@@ -58,6 +66,10 @@ done
 if ! [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]]; then die "--timeout wants a positive number of seconds"; fi
 if ! [[ "$SMP" =~ ^[1-9][0-9]*$ ]]; then die "--smp wants a positive number"; fi
 if ! [[ "$MEM" =~ ^[1-9][0-9]*$ ]] || ((MEM < 256)); then die "--mem wants at least 256 (MB)"; fi
+if [ -n "$NODE$LINK" ]; then
+  [[ "$NODE" =~ ^[12]$ ]] || die "--node wants 1 or 2 (and --link)"
+  [[ "$LINK" =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "--link wants LOCALPORT:REMOTEPORT (and --node)"
+fi
 
 for tool in qemu-system-x86_64 timeout perl; do
   command -v "$tool" >/dev/null || die "'$tool' not found (run scripts/install-deps.sh)"
@@ -81,6 +93,15 @@ case "$CWD/" in
     echo "vm: warning: $CWD is outside the share and hidden in the guest (tmpfs/proc mounts there)" >&2 ;;
 esac
 
+# The guest covers /tmp, /run and /var/tmp with its own tmpfs: a source tree there (scripts,
+# test data, configs) would be invisible, so it is shared read-only at the same path.
+SRC_SHARE=""
+case "$REPO/" in
+  "$SHARE"/*) ;;
+  /tmp/*|/run/*|/var/tmp/*) SRC_SHARE=$(cd "$REPO" && pwd -P) ;;
+esac
+case "$SRC_SHARE" in *,*|*$'\n'*) die "the source tree's path $SRC_SHARE (under a guest tmpfs) has a comma or newline: move the checkout" ;; esac
+
 # --- kernel + initramfs -------------------------------------------------------------------
 "$HERE/prepare.sh" "$CACHE" || die "prepare.sh failed"
 CACHE=$(cd "$CACHE" && pwd)
@@ -98,6 +119,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 printf '%s\n' "$SHARE" >"$RUNDIR/share_path"
+[ -z "$SRC_SHARE" ] || printf '%s\n' "$SRC_SHARE" >"$RUNDIR/src_path"
 
 {
   echo '#!/bin/bash'
@@ -119,7 +141,11 @@ printf '%s\n' "$SHARE" >"$RUNDIR/share_path"
   done
   echo 'export HOME=/tmp/home TMPDIR=/tmp USER=root LOGNAME=root'
   echo 'export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1'
-  echo 'export WIREUP_IN_VM=1 WIREUP_VM_ADDR=10.0.0.1'
+  if [ -n "$NODE" ]; then
+    echo "export WIREUP_IN_VM=1 WIREUP_VM_ADDR=10.0.1.$NODE WIREUP_VM_NODE=$NODE"
+  else
+    echo 'export WIREUP_IN_VM=1 WIREUP_VM_ADDR=10.0.0.1'
+  fi
   # shellcheck disable=SC2016  # expanded in the guest
   echo 'mkdir -p "$HOME"'
   printf 'cd -- %q || { echo "vm: cannot enter %q in the guest" >&2; exit 126; }\n' "$CWD" "$CWD"
@@ -145,11 +171,19 @@ else
   APPEND="console=ttyS0 quiet loglevel=1 panic=-1"
 fi
 APPEND+=" wireup.run=$RUN"
+[ -z "$NODE" ] || APPEND+=" wireup.node=$NODE"
 QEMU=(qemu-system-x86_64 "${ACCEL[@]}" -smp "$SMP" -m "$MEM"
   -nodefaults -nographic -no-reboot -serial stdio -nic none
   -kernel "$KERNEL" -initrd "$CACHE/initrd.gz" -append "$APPEND"
   -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
   -virtfs "local,path=${SHARE//,/,,},mount_tag=share,security_model=none,multidevs=remap")
+[ -z "$SRC_SHARE" ] ||
+  QEMU+=(-virtfs "local,path=$SRC_SHARE,mount_tag=src,security_model=none,readonly=on,multidevs=remap")
+if [ -n "$NODE" ]; then
+  # The pair's link: UDP datagrams between the two qemu processes on the host's loopback only.
+  QEMU+=(-netdev "socket,id=link,udp=127.0.0.1:${LINK#*:},localaddr=127.0.0.1:${LINK%%:*}"
+    -device "virtio-net-pci,netdev=link,mac=52:54:00:10:01:0$NODE")
+fi
 # shellcheck disable=SC2206  # extra qemu arguments, split on blanks on purpose
 QEMU+=(${WIREUP_VM_QEMU_ARGS:-})
 

@@ -2,6 +2,9 @@
 # One mpirun job of wireup_a2a on the real RDMA stack (the soft-RoCE VM), checked from its --json.
 #
 #   a2a-check.sh --a2a BIN --np N --lanes L [--scenario all|ece|kill] [--timeout S]
+#                [--host H1:SLOTS,H2:SLOTS] [--set KEY=VALUE]...
+# --host: mpirun's --host (ranks by slot: the first SLOTS ranks on H1...), e.g. the two-node
+# pair's "10.0.1.1:2,10.0.1.2:2"; --set: passed to every rank (wireup_a2a --set).
 #
 # Scenarios (the "odd" rank is the last one, N-1):
 #   all   every planned connection is established, its QPNs cross-check and a SEND goes both ways
@@ -13,7 +16,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600
+A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600 HOSTS="" SETS=()
 while (($#)); do
   case "$1" in
     --a2a) A2A=$2; shift 2 ;;
@@ -21,6 +24,8 @@ while (($#)); do
     --lanes) LANES=$2; shift 2 ;;
     --scenario) SCENARIO=$2; shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
+    --host) HOSTS=$2; shift 2 ;;
+    --set) SETS+=(--set "$2"); shift 2 ;;
     *) echo "a2a-check: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -29,8 +34,9 @@ done
 for t in mpirun jq timeout; do command -v $t >/dev/null || { echo "a2a-check: '$t' not found" >&2; exit 2; }; done
 
 ODD=$((NP - 1))
-COMMON=(--config "$HERE/vm.toml" --lanes "$LANES" --json --no-progress)
+COMMON=(--config "$HERE/vm.toml" --lanes "$LANES" --json --no-progress "${SETS[@]}")
 MPI=(mpirun --oversubscribe)
+[ -z "$HOSTS" ] || MPI+=(--host "$HOSTS")
 case "$SCENARIO" in
   all) JOB=("${MPI[@]}" -np "$NP" "$A2A" "${COMMON[@]}") ;;
   # The passive side of a refused pair waits for a newer attempt until the wireup timeout (the

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# tests/twonode/suite.sh BUILD [CASE...]: the two-node suite. Runs on node 1 of the pair
+# (scripts/vm/pair.sh) and drives node 2 through ssh over the link; every connection crosses
+# the virtual link between the two kernels. Cases (default: all, in this order):
+#   conformance  the conformance cases that take two ends (twonode_conformance), the listener
+#              on node 2, the active end on node 1: ext-QP flow with whole private data, SENDs
+#              and the DREQ/DREP rule; REJ 28 with private data; REJ 8; ECE both ways
+#   a2a        wireup_a2a under mpirun with a hostfile-like --host list: 2 x 2 and 2 x 4 ranks,
+#              lanes 1 and 4; every connection checked (QPN cross-check, a SEND both ways)
+#   restart    2 x 4 ranks x 2 lanes wired up; node 2 loses power (no DREQ) while node 1 keeps
+#              its connections; node 2 boots again (same GID, fresh QPNs) and a new wireup with
+#              the survivors must complete: stale-connection rejects (IB reason 10) retried
+#   partition  100% loss on the link (netem on both nodes) for 10 s from the start of a wireup
+#              of 2 x 2 ranks; it must complete; the REQ retry intervals are measured (cm-watch)
+#   loss       5% loss + 2 ms delay on the link, TWONODE_LOSS_RUNS (default 3) wireups of
+#              2 x 4 ranks x 2 lanes; no pair lost, none paired wrongly
+# Prints "[twonode] ..." lines and a summary; exit 0 iff every case passed.
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+B=${1:?usage: suite.sh BUILD [CASE...]}
+shift
+B=$(cd "$B" && pwd)
+D=${WIREUP_VM_PAIR_DIR:?suite.sh runs on node 1 of scripts/vm/pair.sh}
+[ "${WIREUP_VM_NODE:-}" = 1 ] || { echo "[twonode] FAILED: not on node 1 of the pair" >&2; exit 2; }
+SSH=$WIREUP_VM_PAIR_SSH
+N2=10.0.1.2
+RANKS=$B/tests/twonode/twonode_ranks
+CONF=$B/tests/twonode/twonode_conformance
+A2A=$B/tools/wireup_a2a
+CASES=("$@")
+((${#CASES[@]})) || CASES=(conformance a2a restart partition loss)  # restart needs no particular QPN state (--align-qpns)
+LOSS_RUNS=${TWONODE_LOSS_RUNS:-3}
+LOG=$D/logs
+mkdir -p "$LOG"
+for f in "$RANKS" "$A2A" "$CONF"; do [ -x "$f" ] || { echo "[twonode] FAILED: $f is not built" >&2; exit 2; }; done
+
+on2() { "$SSH" "$N2" "$@"; }
+now() { date +%s.%N; }
+dt() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+# Both halves of one twonode_ranks round: node 2's through ssh (in the background), node 1's
+# here; ARGS are common to both. Output in $LOG/NAME.{1,2}; returns non-zero if either failed.
+both() {
+  local name=$1
+  shift
+  on2 "$RANKS --dir $D --node 2 --round $name $*" >"$LOG/$name.2" 2>&1 &
+  local p2=$!
+  "$RANKS" --dir "$D" --node 1 --round "$name" "$@" >"$LOG/$name.1" 2>&1
+  local r1=$?
+  wait "$p2"
+  local r2=$?
+  grep -h '^\[twonode\]\|FAILED' "$LOG/$name.1" "$LOG/$name.2"
+  ((r1 == 0 && r2 == 0))
+}
+NETEM_CLEAR="tc qdisc del dev eth0 root 2>/dev/null; true"
+
+case_conformance() {
+  local c=$D/conformance.$$
+  mkdir -p "$c"
+  on2 "TWONODE_ROLE=server TWONODE_DIR=$c $CONF --gtest_color=no" >"$LOG/conformance.2" 2>&1 &
+  local p2=$!
+  TWONODE_ROLE=client TWONODE_DIR=$c "$CONF" --gtest_color=no >"$LOG/conformance.1" 2>&1
+  local r1=$?
+  wait "$p2"
+  local r2=$?
+  local n
+  for n in 1 2; do
+    grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|error:|Expected|Which is|Value of' "$LOG/conformance.$n" |
+      sed "s/^/[twonode]   node $n ($([ $n = 1 ] && echo active || echo passive)): /"
+  done
+  ((r1 == 0 && r2 == 0))
+}
+
+case_a2a() {
+  local np lanes fails=0
+  for np in 4 8; do
+    for lanes in 1 4; do
+      echo "[twonode] a2a: $((np / 2)) ranks on each node, lanes $lanes"
+      "$REPO/tests/mpi/a2a-check.sh" --a2a "$A2A" --np "$np" --lanes "$lanes" --timeout 300 \
+        --host "10.0.1.1:$((np / 2)),10.0.1.2:$((np / 2))" 2>&1 | grep -E '^a2a-check|^\{|summary|conn' | sed 's/^/[twonode]   /'
+      [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+    done
+  done
+  ((fails == 0))
+}
+
+case_restart() {
+  local t=restart.$$ k=4 lanes=2
+  # 25 s per round: the engine's retries after the stale rejects need < 10 s here.
+  local common="--per-node $k --lanes $lanes --timeout-s 25"
+  # Node 1: round r1, held until node 2's r2 addresses appear, then r2 and r3 beside r1's
+  # engines (whose connections to node 2 its kernel still believes in).
+  "$RANKS" --dir "$D" --node 1 --round "$t.r1" $common --hold-until "$D/$t.r2.addr.2" --then "$t.r2" \
+    --then "$t.r3" --linger-s 10 >"$LOG/$t.1" 2>&1 &
+  local p1=$!
+  # Node 2: round r1, then holds its connections until the power cut.
+  on2 "$RANKS --dir $D --node 2 --round $t.r1 $common --hold-until $D/$t.never" >"$LOG/$t.2a" 2>&1 &
+  local p2=$!
+  local t0
+  t0=$(date +%s)
+  until [ -f "$D/$t.r1.res.1" ] && [ -f "$D/$t.r1.res.2" ]; do
+    if (($(date +%s) - t0 > 200)); then echo "[twonode] FAILED: restart: round r1 did not finish"; kill "$p1" "$p2"; return 1; fi
+    sleep 0.2
+  done
+  sleep 2  # both nodes have checked r1 (the res files are written after the wireup)
+  grep -h '^\[twonode\]' "$LOG/$t.2a"
+  local cut up done_
+  cut=$(now)
+  echo "[twonode] restart: cutting node 2's power (its ranks hold $((k * k * lanes)) connections to node 1)"
+  timeout 10 "$SSH" "$N2" "$REPO/scripts/vm/pair-power-cut.sh" >/dev/null 2>&1 &
+  local pc=$!
+  t0=$(date +%s)
+  until [ "$(awk '{ print $1 }' "$D/ready.2" 2>/dev/null)" = 2 ]; do
+    if (($(date +%s) - t0 > 180)); then echo "[twonode] FAILED: restart: node 2 did not come back"; kill "$p1" "$p2"; return 1; fi
+    sleep 0.2
+  done
+  kill "$p2" 2>/dev/null  # the ssh session to the old node 2 (the keepalive would end it too)
+  wait "$p2" "$pc" 2>/dev/null
+  until timeout 2 bash -c "exec 3<>/dev/tcp/$N2/22" 2>/dev/null; do sleep 0.3; done
+  up=$(now)
+  echo "[twonode] restart: node 2 back (sshd up) $(dt "$cut" "$up") s after the power cut"
+  # The rebooted node's QPNs start over; whatever ran before r1 on the first boot moved them on,
+  # so align them with r1's (a rebooted node running the same job again reuses its QPNs).
+  on2 "$RANKS --dir $D --node 2 --round $t.r2 $common --then $t.r3 --align-qpns $D/$t.r1.res.2" >"$LOG/$t.2b" 2>&1
+  local r2=$?
+  done_=$(now)
+  wait "$p1"
+  local r1=$?
+  grep -h '^\[twonode\]' "$LOG/$t.1" "$LOG/$t.2b" | grep -v "round $t.r1 node 1: [0-9]"
+  echo "[twonode] restart: rounds r2+r3 done $(dt "$up" "$done_") s after node 2 was back," \
+       "$(dt "$cut" "$done_") s after the power cut"
+  local bad=0 stale
+  ((r1 == 0 && r2 == 0)) || { echo "[twonode] FAILED: restart: a round failed (node 1 exit $r1, node 2 exit $r2: bit 0 r1, 1 r2, 2 r3 on node 1; 0 r2, 1 r3 on node 2)"; bad=1; }
+  # Round r2, the first wireup with the rebooted node, must have met stale-connection rejects
+  # (IB reason 10: its QPNs collide with connections node 1 still holds) and got past every
+  # one of them (the engine retries reason 10; before it did, r2 lost those pairs).
+  stale=$(grep -ho "round $t.r2 node [12]: .*rejects received {[^}]*}" "$LOG/$t.1" "$LOG/$t.2b" |
+    grep -o ' 10:[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }')
+  if ((stale == 0)); then
+    echo "[twonode] FAILED: restart: no stale-connection reject (reason 10) in r2: the path was not exercised"
+    bad=1
+  else
+    echo "[twonode] restart: r2 met $stale stale-connection rejects (IB reason 10), every one retried"
+  fi
+  ((bad == 0))
+}
+
+case_partition() {
+  local t=partition.$$
+  # Both nodes drop everything they send on the link for 10 s from the start of the wireup
+  # (after the address exchange, which goes through the shared directory, not the link). The
+  # neighbour entries are pinned first, so the REQs leave (and are dropped) at once and their
+  # resends show the CM's own timeout, not ARP's. Every MAD the kernel sends, resends
+  # included, is traced (tracepoint ib_mad:ib_mad_ib_send_mad) with its uptime stamp.
+  cat >"$D/$t.cut.sh" <<EOF
+#!/bin/bash
+n=\$WIREUP_VM_NODE p=\$((3 - WIREUP_VM_NODE))
+ip neigh replace 10.0.1.\$p lladdr 52:54:00:10:01:0\$p dev eth0 nud permanent
+T=/sys/kernel/tracing
+[ -d \$T/events ] || mount -t tracefs nodev \$T
+echo 0 >\$T/tracing_on; echo >\$T/trace; echo 1 >\$T/events/ib_mad/ib_mad_ib_send_mad/enable; echo 1 >\$T/tracing_on
+tc qdisc add dev eth0 root netem loss 100% || exit 1
+cut -d' ' -f1 /proc/uptime >$D/$t.cut.\$n
+( sleep 10; tc qdisc del dev eth0 root; cut -d' ' -f1 /proc/uptime >$D/$t.heal.\$n ) </dev/null >/dev/null 2>&1 &
+EOF
+  chmod +x "$D/$t.cut.sh"
+  both "$t" --per-node 2 --lanes 1 --timeout-s 200 --before-start "$D/$t.cut.sh"
+  local rc=$?
+  local grab='T=/sys/kernel/tracing; echo 0 >$T/events/ib_mad/ib_mad_ib_send_mad/enable; grep -o "[0-9.]*: ib_mad_ib_send_mad: .*tid 0x[0-9a-f]* attr_id 0x[0-9a-f]*" $T/trace'
+  on2 "$grab; $NETEM_CLEAR; ip neigh del 10.0.1.1 dev eth0" >"$D/$t.trace.2"
+  eval "$grab; $NETEM_CLEAR; ip neigh del 10.0.1.2 dev eth0" >"$D/$t.trace.1"
+  local n
+  for n in 1 2; do
+    [ -f "$D/$t.cut.$n" ] || { echo "[twonode] FAILED: partition: node $n never cut the link"; rc=1; continue; }
+    echo "[twonode] partition: node $n: link cut at 0 s, healed at $(dt "$(cat "$D/$t.cut.$n")" "$(cat "$D/$t.heal.$n" 2>/dev/null || echo 0)") s;" \
+         "every REQ sent more than once (attempt times, s from the cut; gaps between attempts):"
+    # Fields: "UPTIME: ib_mad_ib_send_mad: ... timeout MS ... tid X attr_id 0x10" (0x10 = REQ).
+    awk -v c="$(cat "$D/$t.cut.$n")" '$NF == "0x10" {
+        sub(":", "", $1); if ($1 + 0 < c - 1) next
+        tid = $(NF - 2); t[tid] = t[tid] sprintf(" %+.3f", $1 - c)
+        if (tid in last) g[tid] = g[tid] sprintf(" %.3f", $1 - last[tid]); last[tid] = $1; k[tid]++
+        for (i = 1; i <= NF; i++) if ($i == "timeout") to[tid] = $(i + 1) }
+      END { for (x in t) if (k[x] > 1) printf "[twonode]   REQ %s (MAD timeout %s ms): attempts at%s; gaps%s\n", x, to[x], t[x], g[x] }' \
+      "$D/$t.trace.$n" | tee "$D/$t.req.$n"
+  done
+  grep -q gaps "$D/$t.req.1" "$D/$t.req.2" ||
+    { echo "[twonode] FAILED: partition: no REQ was resent across the cut (the cut did not bite?)"; rc=1; }
+  return $rc
+}
+
+case_loss() {
+  local i ok=0 t=loss.$$
+  local set="tc qdisc replace dev eth0 root netem loss 5% delay 2ms"
+  on2 "$set" && eval "$set" || { echo "[twonode] FAILED: loss: netem"; return 1; }
+  for i in $(seq "$LOSS_RUNS"); do
+    if both "$t.$i" --per-node 4 --lanes 2 --timeout-s 200 >"$LOG/$t.$i.summary"; then
+      ok=$((ok + 1))
+    else
+      cat "$LOG/$t.$i.summary"
+    fi
+    grep -h 'endpoints' "$LOG/$t.$i.summary" | sed "s/^\[twonode\]/[twonode] loss run $i:/"
+  done
+  on2 "$NETEM_CLEAR"
+  eval "$NETEM_CLEAR"
+  echo "[twonode] loss: $ok of $LOSS_RUNS runs with every pair connected once and QPNs crossed (5% loss, 2 ms delay each way)"
+  ((ok == LOSS_RUNS))
+}
+
+declare -A RES SECS
+failed=0
+for c in "${CASES[@]}"; do
+  declare -F "case_$c" >/dev/null || { echo "[twonode] unknown case '$c'"; exit 2; }
+  echo "[twonode] ===== $c"
+  t0=$(now)
+  if "case_$c"; then RES[$c]=ok; else RES[$c]=FAILED; failed=$((failed + 1)); fi
+  SECS[$c]=$(dt "$t0" "$(now)")
+  echo "[twonode] ===== $c: ${RES[$c]} (${SECS[$c]} s)"
+done
+echo "[twonode] summary:"
+for c in "${CASES[@]}"; do printf '[twonode]   %-10s %-7s %6s s\n' "$c" "${RES[$c]}" "${SECS[$c]}"; done
+exit $((failed > 0))
