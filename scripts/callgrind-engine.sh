@@ -3,8 +3,9 @@
 # provider calls), counted by callgrind: noise-free, so two builds compare exactly.
 #   scripts/callgrind-engine.sh [RANKS]        default 64 (RANKS*(RANKS-1)/2 connections)
 # Env: BENCH (default build/bench/engine_bench), OUT (default build/callgrind).
-# Each side is counted alone (--toggle-collect): the mesh's all-to-all, and the engine's
-# job creation plus its drive; building the simulated fabric, common to both, is left out.
+# Each side is counted alone (--toggle-collect on library functions, which the benchmark
+# cannot inline): SimMesh's listen/connect/run, and the engines' create/set_peers/start plus
+# the drive; building the simulated fabric, common to both, is left out.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 N=${1:-64}
@@ -20,8 +21,13 @@ count() {  # $1 = name, rest = --toggle-collect patterns
     "$BENCH" --benchmark_filter="BM_EngineVsMesh/$N/" >/dev/null 2>"$log"
   grep -oE 'Collected : [0-9]+' "$log" | awk '{print $3}'
 }
-mesh=$(count mesh --toggle-collect='*mesh_all_to_all*')
-engine=$(count engine --toggle-collect='*make_job*' --toggle-collect='wireup::sim_drive*')
+mesh=$(count mesh --toggle-collect='wireup::prov::sim::SimMesh::listen_all(*' \
+  --toggle-collect='wireup::prov::sim::SimMesh::connect(*' --toggle-collect='wireup::prov::sim::SimMesh::run(*')
+# The drive: the overload the benchmark calls (a bound in std::chrono); one pattern only, as
+# a nested match would toggle collection off again.
+drive='wireup::sim_drive(*std::chrono*'
+engine=$(count engine --toggle-collect='wireup::Engine::create(*' --toggle-collect='wireup::Engine::set_peers(*' \
+  --toggle-collect='wireup::Engine::start()' --toggle-collect="$drive")
 conns=$((N * (N - 1) / 2))
 awk -v m="$mesh" -v e="$engine" -v c="$conns" -v n="$N" 'BEGIN {
   printf "callgrind-engine: %d ranks, %d connections\n", n, c
