@@ -224,7 +224,7 @@ Result<int> Engine::progress() {
   work += drain_steady();
   if (channels_.setup) {
     work += start_connects();
-    work += grant_qps();
+    if (admission_.qp_grant_ready()) work += grant_qps();
     work += start_due_notices();
     channels_.setup->graveyard.clear();  // every event of these ids was acked in the loops above
   }

@@ -117,6 +117,9 @@ void Engine::settle_notice(Pair& p, const cm::Failure& a) {
 }
 
 int Engine::start_due_notices() {
+  // Rare: most progress() calls have no notice waiting at all, and then not even the clock
+  // is read.
+  if (retries_.next_due(RetryScheduler::Queue::notice) == Nanos::max()) return 0;
   int work = 0;
   while (auto i = retries_.pop_due(RetryScheduler::Queue::notice, now())) {
     Pair* p = pairs_.at(*i);
