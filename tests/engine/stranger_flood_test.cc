@@ -15,6 +15,7 @@
 #include "tests/engine/sim_engine_fabric.h"
 #include "wireup/address.h"
 #include "wireup/private_data.h"
+#include "wireup/stranger_log.h"
 
 namespace wireup::etest {
 namespace {
@@ -62,21 +63,25 @@ struct Flooder {
   Kind kind = Kind::wrong_key;
   std::unique_ptr<prov::EventChannel> ch;
   std::map<prov::CmId*, std::pair<std::unique_ptr<prov::CmId>, std::vector<uint8_t>>> inflight;
+  uint32_t quota = kPerFlooder;  // requests this flooder sends
+  int fixed_target = -1;         // >= 0: every request goes to this rank
   uint32_t sent = 0, decoded = 0;
   std::vector<std::string> surprises;  // anything but REJECTED(28) with the expected code
   std::set<uint32_t> targets;
 
-  bool finished() const { return sent == kPerFlooder && inflight.empty(); }
+  bool finished() const { return sent == quota && inflight.empty(); }
 };
 
 class Flood {
  public:
   Flood(SimEngineFabric& f, Job& job) : f_(f), job_(job) {}
 
-  void add(uint32_t node, Kind kind) {
+  void add(uint32_t node, Kind kind, uint32_t quota = kPerFlooder, int fixed_target = -1) {
     Flooder fl;
     fl.node = node;
     fl.kind = kind;
+    fl.quota = quota;
+    fl.fixed_target = fixed_target;
     auto ch = f_.provider(node).create_channel();
     ASSERT_TRUE(ch) << ch.error().message();
     fl.ch = std::move(ch).value();
@@ -92,7 +97,7 @@ class Flood {
   // Starts what the window allows and handles every pending event; returns work done.
   int pump(Flooder& fl) {
     int work = 0;
-    while (fl.inflight.size() < kWindow && fl.sent < kPerFlooder) {
+    while (fl.inflight.size() < kWindow && fl.sent < fl.quota) {
       uint32_t target = 0;
       std::vector<uint8_t> pd;
       if (!craft(fl, target, pd)) break;  // a replay needs a connected pair: not yet
@@ -151,7 +156,7 @@ class Flood {
     h.job_key = kKey;
     h.lane = 0;
     h.attempt = 1;
-    target = (fl.sent + 7 * fl.node) % kTargets;
+    target = fl.fixed_target >= 0 ? static_cast<uint32_t>(fl.fixed_target) : (fl.sent + 7 * fl.node) % kTargets;
     h.dst_rank = target;
     h.src_rank = (target + 1) % kTargets;
     switch (fl.kind) {
@@ -330,6 +335,78 @@ TEST(EngineStrangers, FloodOfTenThousandLeavesResourcesAndWireupAlone) {
   EXPECT_EQ(s.cqs_alive, 0u);
   EXPECT_EQ(s.events_unacked, 0u);
   EXPECT_EQ(s.destroyed_with_unacked, 0u);
+}
+
+// A flood from ever-new source addresses (600 hosts, one request each) during a wireup: the
+// log keeps one line per host for the first 256 only, the rest are counted, not remembered.
+TEST(EngineStrangers, EverNewSourcesGrowNeitherMemoryNorTheLog) {
+  constexpr uint32_t kHosts = 600;
+  prov::sim::SimConfig cfg;
+  cfg.seed = 9;
+  SimEngineFabric f(2 + kHosts, cfg);
+  auto& fab = f.fabric();
+  // Rank 0 initiates to rank 1, which is not progressed until the flood is over: rank 0 is
+  // wiring up (its listener open) all along.
+  Job job;
+  std::vector<Peer> table;
+  for (uint32_t i = 0; i < 2; ++i) {
+    EngineOptions o = engine_defaults();
+    o.rank = i;
+    o.nranks = 2;
+    o.job_key = kKey;
+    o.listen_addr = f.address(i);
+    o.rtu_linger = Nanos{0};
+    Rank rk;
+    rk.factory = std::make_unique<qp::DefaultQpFactory>(prov::QpCaps{8, 8, 1, 1, 0}, 64);
+    auto e = Engine::create(f.provider(i), o, rk.factory->hook());
+    ASSERT_TRUE(e) << e.error().message();
+    rk.engine = std::move(e).value();
+    table.push_back(Peer{i, rk.engine->local_address()});
+    job.ranks.push_back(std::move(rk));
+  }
+  for (auto& rk : job.ranks) {
+    ASSERT_TRUE(rk.engine->set_peers(table));
+    ASSERT_TRUE(rk.engine->start());
+  }
+  Flood flood(f, job);
+  for (uint32_t k = 0; k < kHosts; ++k) flood.add(2 + k, Kind::wrong_key, 1, 0);
+  const log::Level saved = log::level();
+  log::set_level(log::Level::warn);
+  testing::internal::CaptureStderr();
+  for (;;) {
+    const bool over = flood.finished();
+    int work = 0;
+    for (uint32_t r = 0; r < 2; ++r) {
+      if (r == 1 && !over) continue;
+      auto w = job.ranks[r].engine->progress();
+      ASSERT_TRUE(w) << w.error().message();
+      work += *w;
+    }
+    for (auto& fl : flood.flooders()) work += flood.pump(fl);
+    if (over && job.ranks[0].engine->done() && job.ranks[1].engine->done()) break;
+    ASSERT_LT(fab.now(), 600s) << "stuck";
+    if (work > 0) continue;
+    Nanos next = fab.next_time();
+    for (uint32_t r = 0; r < 2; ++r)
+      if (r == 0 || over) next = std::min(next, job.ranks[r].engine->next_wakeup());
+    ASSERT_NE(next, Nanos::max());
+    if (next <= fab.now()) fab.step();
+    else fab.run_until(next);
+  }
+  const std::string log_text = testing::internal::GetCapturedStderr();
+  log::set_level(saved);
+  size_t lines = 0;
+  std::istringstream in(log_text);
+  for (std::string line; std::getline(in, line);) lines += line.find("rejected request from ") != std::string::npos;
+  const Stats& st = job.ranks[0].engine->stats();
+  for (auto& fl : flood.flooders()) EXPECT_EQ(fl.decoded, 1u) << "host " << fl.node << " was not told why";
+  EXPECT_EQ(st[Counter::strangers], kHosts);
+  EXPECT_EQ(lines, StrangerLog::kDefaultCapacity) << "one line per host, for the first 256 hosts only";
+  EXPECT_EQ(st[Counter::strangers_unlogged], kHosts - StrangerLog::kDefaultCapacity);
+  EXPECT_EQ(job.ranks[0].engine->connected(), 1u) << "the real wireup completed";
+  std::printf("[engine] sim stranger flood from %u hosts: %zu log lines, %llu counted unlogged\n", kHosts, lines,
+              (unsigned long long)st[Counter::strangers_unlogged]);
+  for (auto& rk : job.ranks) ASSERT_TRUE(rk.engine->close(0s));
 }
 
 }  // namespace
