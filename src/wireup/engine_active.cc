@@ -163,6 +163,11 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f) {
   stats_.failure(f.kind);
   if (f.kind == cm::FailKind::rejected) stats_.reject_received(f.status);
   if (p.role == cm::Role::passive) {
+    // An ECE refusal, ours (reject_ece sent) or the peer's (REJ 35 to our REP), is final on
+    // both sides: the active side never retries reason 35, so nothing better can come.
+    const bool ece_final = f.kind == cm::FailKind::ece_rejected ||
+                           (f.kind == cm::FailKind::rejected && f.status == prov::reject_reason::vendor_option);
+    if (ece_final) return give_up(p, f);
     // The peer drives retries of its own pairs; stay ready for its next attempt and report
     // this failure only if nothing better arrives before the deadline.
     p.become(Waiting{std::make_unique<cm::Failure>(f)});

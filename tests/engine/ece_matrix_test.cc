@@ -20,6 +20,8 @@ struct Outcome {
   const ConnResult* active = nullptr;   // rank 0's result (rank 0 initiates in a 2-rank job)
   const ConnResult* passive = nullptr;  // rank 1's
   const PeerError* active_error = nullptr;
+  const PeerError* passive_error = nullptr;
+  Nanos end{0};  // virtual time when both engines were done
 };
 
 class EceMatrix : public ::testing::Test {
@@ -48,9 +50,12 @@ class EceMatrix : public ::testing::Test {
       EXPECT_TRUE(e->set_peers(table));
       EXPECT_TRUE(e->start());
     }
+    const Nanos t0 = fab_->now();
     auto r = sim_drive(*fab_, {engines_[0].get(), engines_[1].get()}, 120s);
     EXPECT_TRUE(r) << r.error().message();
     Outcome out;
+    if (r) out.end = r->virtual_end - t0;
+    if (!engines_[1]->errors().empty()) out.passive_error = &engines_[1]->errors()[0];
     if (!engines_[0]->results().empty()) out.active = &engines_[0]->results()[0];
     if (!engines_[1]->results().empty()) out.passive = &engines_[1]->results()[0];
     if (!engines_[0]->errors().empty()) out.active_error = &engines_[0]->errors()[0];
@@ -150,6 +155,10 @@ TEST_F(EceMatrix, PassiveRequiredBitMissingIsRejected35AtTheActiveSide) {
   EXPECT_EQ(o.active_error->failure.kind, cm::FailKind::rejected);
   EXPECT_EQ(o.active_error->failure.status, prov::reject_reason::vendor_option);
   EXPECT_EQ(o.active_error->attempts, 1u) << "an ECE refusal is not retried";
+  // Final on both sides at once: the passive side does not wait out its wireup timeout (30 s).
+  ASSERT_TRUE(o.passive_error);
+  EXPECT_EQ(o.passive_error->failure.kind, cm::FailKind::ece_rejected) << o.passive_error->describe();
+  EXPECT_LT(o.end, 1s) << "both sides settled at the refusal";
 }
 
 TEST_F(EceMatrix, ActiveRequiredBitDroppedByThePassiveSideIsRefused) {
@@ -162,6 +171,11 @@ TEST_F(EceMatrix, ActiveRequiredBitDroppedByThePassiveSideIsRefused) {
   ASSERT_TRUE(o.active_error);
   EXPECT_EQ(o.active_error->failure.kind, cm::FailKind::ece_rejected);
   EXPECT_NE(o.active_error->failure.describe().find("0x4"), std::string::npos) << o.active_error->describe();
+  // Our reject_ece reached the passive side as REJ 35 to its REP: final there too, at once.
+  ASSERT_TRUE(o.passive_error);
+  EXPECT_EQ(o.passive_error->failure.kind, cm::FailKind::rejected) << o.passive_error->describe();
+  EXPECT_EQ(o.passive_error->failure.status, prov::reject_reason::vendor_option);
+  EXPECT_LT(o.end, 1s) << "both sides settled at the refusal";
 }
 
 TEST_F(EceMatrix, RequiredModeWithoutEceFailsLoudly) {
