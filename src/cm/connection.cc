@@ -39,6 +39,7 @@ const char* to_string(FailKind k) {
     case FailKind::timed_out: return "timed_out";
     case FailKind::rtu_lost: return "rtu_lost";
     case FailKind::bad_reply: return "bad_reply";
+    case FailKind::abandoned: return "abandoned";
   }
   return "?";
 }

@@ -55,8 +55,9 @@ enum class FailKind : uint8_t {
   rtu_lost,        // passive: the peer never confirmed our REP (RTU) and cannot reconnect
   bad_reply,       // active: the REP is not the one this connection waits for (the owner said
                    // why); refused with a REJ before the QP left INIT
+  abandoned,       // passive: the peer gave up on the pair and said so (an abandon notice)
 };
-inline constexpr size_t kFailKinds = static_cast<size_t>(FailKind::bad_reply) + 1;
+inline constexpr size_t kFailKinds = static_cast<size_t>(FailKind::abandoned) + 1;
 const char* to_string(FailKind k);
 
 struct Failure {

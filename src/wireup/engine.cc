@@ -187,6 +187,7 @@ void Engine::on_connection_changed(cm::Connection& c) {
   if (p == nullptr) return;
   if (auto* cs = p->as<Connecting>(); cs && cs->conn.get() == &c) return after_event(*p);
   if (auto* pr = p->as<Probing>(); pr && pr->notice->conn.get() == &c) return after_notice(*p);
+  if (auto* f = p->as<Failed>(); f && f->farewell.get() == &c) return after_farewell(*p);
   WIREUP_LOG(error, "rank %u: event of a connection to rank %u lane %u that the pair (%s) does not hold", opt().rank,
              c.peer(), c.lane(), to_string(p->state()));
 }
@@ -235,7 +236,8 @@ Result<int> Engine::progress() {
 Nanos Engine::next_wakeup() const {
   if (!life_.started) return Nanos::max();
   const Nanos t = now();
-  if (pairs_.open() == 0) return channels_.setup ? std::max(t, linger_until()) : Nanos::max();
+  if (pairs_.open() == 0)
+    return channels_.setup ? std::max(t, std::max(linger_until(), farewell_until())) : Nanos::max();
   const bool room = admission_.connect_room();
   if (room && !pairs_.all_started()) return t;
   if (admission_.qp_grant_ready()) return t;
@@ -263,6 +265,8 @@ void Engine::maybe_end_setup() {
   // Every pair is settled, but a passive peer may still be re-sending the REP of a
   // connection we initiated and will ask about it when its retries run out (rtu_linger).
   if (now() < linger_until()) return;
+  // An abandon notice still on its way tells a passive peer not to wait for us: give it time.
+  if (now() < farewell_until()) return;
   // Nobody needs our listener any more: turn away what is still queued, then close.
   Setup& s = *channels_.setup;
   s.closing = true;
@@ -305,6 +309,7 @@ size_t Engine::live_ids() const {
     if (auto* c = p.as<Connecting>(); c && c->conn && c->conn->id()) ++n;
     if (auto* e = p.as<Established>(); e && e->id) ++n;
     if (auto* pr = p.as<Probing>(); pr && pr->notice->conn && pr->notice->conn->id()) ++n;
+    if (auto* f = p.as<Failed>(); f && f->farewell && f->farewell->id()) ++n;
   }
   return n;
 }

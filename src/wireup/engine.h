@@ -64,7 +64,8 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   // The channels behind fds(), for drivers that wait on many engines through the provider.
   std::vector<prov::EventChannel*> channels() const;
   // Every planned pair is established or given up on. The setup channel may stay open
-  // after this for EngineOptions::rtu_linger: keep calling progress().
+  // after this for EngineOptions::rtu_linger, and while an abandon notice (engine_abandon.cc)
+  // is on its way (at most kFarewellBound): keep calling progress().
   bool done() const { return life_.started && pairs_.open() == 0; }
   // When progress() next has something to do without a CM event: now() if it has work ready
   // (a start or a QP grant within its window, a retry that is due), else the earliest timer
@@ -116,7 +117,12 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
     bool started = false;
     Nanos deadline{0};
     Nanos last_active_established = cm::kUnset;
+    uint32_t farewells = 0;            // abandon notices in flight
+    Nanos farewell_until = cm::kUnset; // the setup channel waits for them until then
   };
+  // How long the end of wireup waits for abandon notices still in flight: their peers answer
+  // at once when reachable; one that is not falls back to its own wireup timeout.
+  static constexpr Nanos kFarewellBound = std::chrono::seconds(10);
   // The tag of the listener on the engine's sink (pair keys use 48 bits).
   static constexpr uint64_t kListenerTag = ~uint64_t{0};
 
@@ -159,6 +165,13 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   void refuse(prov::CmEvent& ev, const GateVerdict& v);
   void answer_steady(prov::CmEvent& ev);
   int drain_steady();
+
+  // final answers told across (engine_abandon.cc)
+  bool owes_farewell(const Pair& p, const cm::Failure& f, PeerError::Cause cause) const;
+  void say_farewell(Pair& p);
+  void after_farewell(Pair& p);
+  void handle_abandon(prov::CmEvent& ev, const GateVerdict& v);
+  Nanos farewell_until() const;
 
   // the RTU repair (engine_repair.cc)
   // Sends (again) the notice for the pair's newest attempt; `p` is waiting (our REP retries

@@ -97,6 +97,9 @@ void Engine::release_state(Pair& p) {
     retire(std::move(cs->conn));
   } else if (auto* pr = p.as<Probing>()) {
     if (pr->notice) retire(std::move(pr->notice->conn));
+  } else if (auto* f = p.as<Failed>(); f && f->farewell) {
+    retire(std::move(f->farewell));
+    --life_.farewells;
   }
 }
 
@@ -189,9 +192,11 @@ void Engine::give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause) {
   release_state(p);
   PeerError e{p.peer, p.lane, p.role, p.attempt, cause, peer_reject_code(f), f};
   WIREUP_LOG(warn, "wireup: %s", e.describe().c_str());
-  p.become(Failed{records_.add_error(std::move(e))});
+  const bool farewell = owes_farewell(p, f, cause);
+  p.become(Failed{records_.add_error(std::move(e)), nullptr});
   pairs_.settled();
   ++stats_[Counter::failed];
+  if (farewell) say_farewell(p);
 }
 
 void Engine::expire() {

@@ -32,6 +32,7 @@ void Engine::handle_request(prov::CmEvent& ev) {
   GateVerdict v = check_request(GateContext{o.job_key, o.rank, o.nranks, o.lanes, &peers_, accepting()},
                                 ev.private_data);
   if (v.admit == Admit::rtu_notice) return answer_notice(ev, v);
+  if (v.admit == Admit::abandon) return handle_abandon(ev, v);
   Pair* p = v.admit == Admit::connect ? pairs_.find(v.header.src_rank, v.header.lane) : nullptr;
   if (p != nullptr) v = check_pair(std::move(v), p->state(), p->attempt);
   if (v.admit != Admit::connect || p == nullptr) return refuse(ev, v);

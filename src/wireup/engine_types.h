@@ -84,6 +84,7 @@ struct PeerError {
     rtu_listener_gone,            // passive: the active side's listener is gone (wireup ended)
     rtu_notice_undeliverable,     // passive: the notice never got an answer
     rtu_notice_refused,           // passive: the peer refused the notice with another code
+    peer_gave_up,                 // passive: the active side gave up and said so (abandon notice)
   };
   uint32_t peer = 0;
   uint32_t lane = 0;

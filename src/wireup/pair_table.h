@@ -8,7 +8,8 @@
 //                whether it counts against the QP window.
 //   established  only the id (migrated to the steady channel) and the QP until the transport
 //                takes it; `result` is its record in Records.
-//   failed       given up; `error` is its record in Records.
+//   failed       given up; `error` is its record in Records; on the active side, while the
+//                abandon notice that tells the passive side is in flight, its connection.
 //   probing      passive only: our REP retries ran out and a rtu_lost notice asks the active
 //                side whether it is established (repair.h).
 //
@@ -58,6 +59,7 @@ struct Established {
 };
 struct Failed {
   uint32_t error = 0;
+  std::unique_ptr<cm::Connection> farewell;  // active: the abandon notice, while in flight
 };
 struct Probing {
   std::unique_ptr<Notice> notice;

@@ -33,6 +33,7 @@ const char* to_string(RejectCode c) {
     case RejectCode::repair_pending: return "repair_pending";
     case RejectCode::repair_refused: return "repair_refused";
     case RejectCode::bad_reply: return "bad_reply";
+    case RejectCode::abandon_noted: return "abandon_noted";
   }
   return "unknown";
 }
@@ -59,7 +60,7 @@ Result<WireHeader> decode(std::span<const uint8_t> bytes) {
   if (p[4] != kWireVersion)
     return bad("version " + std::to_string(p[4]) + ", this library speaks " + std::to_string(kWireVersion));
   WireHeader h;
-  if (p[5] < 1 || p[5] > static_cast<uint8_t>(WireKind::rtu_lost)) return bad("unknown message kind " + std::to_string(p[5]));
+  if (p[5] < 1 || p[5] > static_cast<uint8_t>(kLastWireKind)) return bad("unknown message kind " + std::to_string(p[5]));
   h.kind = static_cast<WireKind>(p[5]);
   uint16_t reason = static_cast<uint16_t>(get(p + 6, 2));
   if (reason > static_cast<uint16_t>(kLastRejectCode))

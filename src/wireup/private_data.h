@@ -6,7 +6,8 @@
 //   offset size  field
 //   0      4     magic "WRUP"
 //   4      1     version (1)
-//   5      1     kind: 1 request (REQ), 2 accept (REP), 3 reject (REJ), 4 rtu_lost (REQ)
+//   5      1     kind: 1 request (REQ), 2 accept (REP), 3 reject (REJ), 4 rtu_lost (REQ),
+//                5 abandon (REQ)
 //   6      2     reject reason (kind 3), else 0
 //   8      8     job key: the job's shared 64-bit secret
 //   16     4     source rank (the sender)
@@ -35,7 +36,14 @@ inline constexpr size_t kWireHeaderSize = 32;
 // tell a lost REP from a lost RTU, and only the second leaves the active side established,
 // so it asks. The answer is always a REJ (no QP exists on either side) whose RejectCode is
 // one of the repair_* codes.
-enum class WireKind : uint8_t { request = 1, accept = 2, reject = 3, rtu_lost = 4 };
+//
+// abandon: a REQ without a QP from the active side of a pair to the passive side's listener,
+// sent when the active side gave up on the pair for a reason the passive side cannot see (a
+// local failure: ECE `required` on a device without ECE, its QP factory failing to the last
+// attempt; a REP it refused): the passive side settles the pair as failed at once instead of
+// waiting out its wireup timeout. Answered with a REJ abandon_noted.
+enum class WireKind : uint8_t { request = 1, accept = 2, reject = 3, rtu_lost = 4, abandon = 5 };
+inline constexpr WireKind kLastWireKind = WireKind::abandon;
 
 // Why the passive side refused a request (carried in REJ private data, reason 28).
 enum class RejectCode : uint16_t {
@@ -57,8 +65,9 @@ enum class RejectCode : uint16_t {
   repair_refused = 14,  // established, but it cannot reconnect (its wireup has ended, the
                         // transport took the QP, or no attempts are left); it reported the loss
   bad_reply = 15,       // the active side refused our REP: not the answer to its request
+  abandon_noted = 16,   // answer to an abandon notice: the passive side settled the pair
 };
-inline constexpr RejectCode kLastRejectCode = RejectCode::bad_reply;
+inline constexpr RejectCode kLastRejectCode = RejectCode::abandon_noted;
 const char* to_string(RejectCode c);
 
 struct WireHeader {

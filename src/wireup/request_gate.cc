@@ -24,7 +24,7 @@ GateVerdict check_request(const GateContext& ctx, std::span<const uint8_t> priva
     return refuse(v, version ? RejectCode::bad_version : RejectCode::bad_magic, h.error().detail);
   }
   v.header = *h;
-  if (h->kind != WireKind::request && h->kind != WireKind::rtu_lost)
+  if (h->kind != WireKind::request && h->kind != WireKind::rtu_lost && h->kind != WireKind::abandon)
     return refuse(v, RejectCode::bad_magic, "not a request");
   if (h->job_key != ctx.job_key) return refuse(v, RejectCode::wrong_job_key, "job key mismatch");
   if (h->dst_rank != ctx.self) return refuse(v, RejectCode::wrong_destination, "for " + rank_name(h->dst_rank));
@@ -37,7 +37,7 @@ GateVerdict check_request(const GateContext& ctx, std::span<const uint8_t> priva
     return refuse(v, RejectCode::wrong_role,
                   notice ? rank_name(h->src_rank) + " initiates to us" : "we initiate to " + rank_name(h->src_rank));
   if (!ctx.accepting) return refuse(v, RejectCode::shutting_down, "not wiring up");
-  v.admit = notice ? Admit::rtu_notice : Admit::connect;
+  v.admit = notice ? Admit::rtu_notice : h->kind == WireKind::abandon ? Admit::abandon : Admit::connect;
   return v;
 }
 

@@ -26,6 +26,7 @@ enum class Admit : uint8_t {
   refuse,      // answer with a REJ carrying `code`
   connect,     // a planned peer's REQ for a pair we accept: check_pair() next
   rtu_notice,  // a rtu_lost notice about a pair we initiate (repair.h)
+  abandon,     // the active side of a pair we accept gave up on it (WireKind::abandon)
 };
 
 struct GateVerdict {

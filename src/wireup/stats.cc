@@ -36,6 +36,8 @@ const char* to_string(Counter c) {
     case Counter::rtu_lost_received: return "rtu_lost_received";
     case Counter::repairs: return "repairs";
     case Counter::repairs_refused: return "repairs_refused";
+    case Counter::abandons_sent: return "abandons_sent";
+    case Counter::abandons_received: return "abandons_received";
     case Counter::count_: break;
   }
   return "?";

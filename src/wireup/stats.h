@@ -62,6 +62,10 @@ enum class Counter : uint8_t {
   rtu_lost_received,
   repairs,
   repairs_refused,
+  // Final answers told across (WireKind::abandon): notices this rank sent as the active side
+  // after giving up locally, and the ones it received as the passive side.
+  abandons_sent,
+  abandons_received,
   count_,
 };
 const char* to_string(Counter c);

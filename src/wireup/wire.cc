@@ -40,4 +40,8 @@ WireBytes Wire::rtu_lost(uint32_t peer, uint16_t lane, uint32_t attempt) const {
   return encode(header(WireKind::rtu_lost, peer, lane, attempt));
 }
 
+WireBytes Wire::abandon(uint32_t peer, uint16_t lane, uint32_t attempt) const {
+  return encode(header(WireKind::abandon, peer, lane, attempt));
+}
+
 }  // namespace wireup

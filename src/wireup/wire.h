@@ -27,6 +27,8 @@ class Wire {
   WireBytes refuse_stranger(RejectCode code) const;
   // The QP-less REQ of the RTU repair (see repair.h).
   WireBytes rtu_lost(uint32_t peer, uint16_t lane, uint32_t attempt) const;
+  // The QP-less REQ that tells the passive side the active side gave up (WireKind::abandon).
+  WireBytes abandon(uint32_t peer, uint16_t lane, uint32_t attempt) const;
 
   uint64_t job_key() const { return job_key_; }
   uint32_t self() const { return self_; }

@@ -187,6 +187,59 @@ TEST_F(EceMatrix, RequiredModeWithoutEceFailsLoudly) {
   ASSERT_TRUE(o.active_error);
   EXPECT_EQ(o.active_error->failure.kind, cm::FailKind::local_error);
   EXPECT_NE(o.active_error->failure.describe().find("required"), std::string::npos) << o.active_error->describe();
+  // No REQ ever left (the QP could not offer ECE): the abandon notice tells the passive side,
+  // which settles at once instead of at its 30 s wireup timeout.
+  ASSERT_TRUE(o.passive_error);
+  EXPECT_EQ(o.passive_error->cause, PeerError::Cause::peer_gave_up) << o.passive_error->describe();
+  EXPECT_EQ(o.passive_error->failure.kind, cm::FailKind::abandoned);
+  EXPECT_LT(o.end, 1s) << "both sides settled at the refusal";
+  EXPECT_EQ(engines_[0]->stats()[Counter::abandons_sent], 1u);
+  EXPECT_EQ(engines_[1]->stats()[Counter::abandons_received], 1u);
+}
+
+// The active side's QP factory fails (a transport out of QPs; a local error is final in the
+// retry policy): it tells the passive side, which settles at once.
+TEST(FinalAnswers, ActiveFactoryFailureSettlesBothSides) {
+  prov::sim::SimFabric fab{prov::sim::SimConfig{}};
+  fab.add_node();
+  fab.add_node();
+  std::vector<std::unique_ptr<qp::DefaultQpFactory>> qps;
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<Peer> table;
+  for (uint32_t i = 0; i < 2; ++i) {
+    EngineOptions o = engine_defaults();
+    o.rank = i;
+    o.nranks = 2;
+    o.job_key = 9;
+    o.listen_addr = fab.address(i);
+    o.wireup_timeout = 60s;
+    o.max_attempts = 3;
+    o.rtu_linger = Nanos{0};
+    qps.push_back(std::make_unique<qp::DefaultQpFactory>(prov::QpCaps{8, 8, 1, 1, 0}, 64));
+    qp::QpFactory hook = qps.back()->hook();
+    if (i == 0)
+      hook = [](const qp::QpRequest&) -> Result<std::unique_ptr<prov::Qp>> {
+        return Error::make(ErrorCode::resource_exhausted, "transport QP pool", "no QP left");
+      };
+    auto e = Engine::create(fab.provider(i), o, hook);
+    ASSERT_TRUE(e) << e.error().message();
+    engines.push_back(std::move(e).value());
+    table.push_back(Peer{i, engines.back()->local_address()});
+  }
+  for (auto& e : engines) {
+    ASSERT_TRUE(e->set_peers(table));
+    ASSERT_TRUE(e->start());
+  }
+  const Nanos t0 = fab.now();
+  auto r = sim_drive(fab, {engines[0].get(), engines[1].get()}, 120s);
+  ASSERT_TRUE(r) << r.error().message();
+  ASSERT_EQ(engines[0]->errors().size(), 1u);
+  EXPECT_EQ(engines[0]->errors()[0].failure.kind, cm::FailKind::local_error);
+  ASSERT_EQ(engines[1]->errors().size(), 1u);
+  const PeerError& pe = engines[1]->errors()[0];
+  EXPECT_EQ(pe.cause, PeerError::Cause::peer_gave_up) << pe.describe();
+  EXPECT_LT(r->virtual_end - t0, 10s) << "the passive side did not wait out its 60 s timeout";
+  for (auto& e : engines) ASSERT_TRUE(e->close(0s));
 }
 
 }  // namespace

@@ -42,14 +42,18 @@ Status run(EngineFabric& f, Engine& e, ForeignListener& l, qp::DefaultQpFactory&
   prov::Provider& p = f.provider(0);
   const Nanos until = p.clock().now() + bound;
   auto rejected = [&] { return std::find(l.seen.begin(), l.seen.end(), CmEventType::rejected) != l.seen.end(); };
-  // Until the engine is done and our REJ has reached the foreign side (it is on the wire
-  // after the engine settled).
-  while (!(e.done() && rejected()) && p.clock().now() < until) {
+  // Until the engine is done, its setup channel closed (after the abandon notice it sends for
+  // a refused REP has its answer) and our REJ has reached the foreign side.
+  while (!(e.done() && !e.setup_channel_open() && rejected()) && p.clock().now() < until) {
     WIREUP_TRY(e.progress());
     for (;;) {
       auto ev = l.ch->get_event();
       if (!ev) break;
-      if (ev->type == CmEventType::connect_request) {
+      if (ev->type == CmEventType::connect_request && ev->qp_num == 0) {
+        // A request without a QP (our abandon notice, after the refused REP): nothing to
+        // connect it to; turned away as such a server would.
+        WIREUP_TRY(ev->new_id->reject({}));
+      } else if (ev->type == CmEventType::connect_request) {
         auto qp = qps.create(qp::QpRequest{*ev->new_id->device(), 0, 0, false});
         if (!qp) return qp.error();
         WIREUP_TRY(qp::to_init(**qp, *ev->new_id));
@@ -91,7 +95,8 @@ void expect_refused(EngineFabric& f, std::span<const uint8_t> reply, const std::
   std::vector<Peer> table{{0, (*e)->local_address()}, {1, encode_address(l->listener->local_addr())}};
   ASSERT_TRUE((*e)->set_peers(table));
   ASSERT_TRUE((*e)->start());
-  ASSERT_TRUE(run(f, **e, *l, foreign_qps, reply, 60s));
+  Status ran = run(f, **e, *l, foreign_qps, reply, 60s);
+  ASSERT_TRUE(ran) << ran.message();
   Engine& eng = **e;
   EXPECT_TRUE(eng.done());
   EXPECT_EQ(eng.connected(), 0u) << "a listener that is not our peer was reported as connected";
@@ -103,8 +108,9 @@ void expect_refused(EngineFabric& f, std::span<const uint8_t> reply, const std::
   EXPECT_NE(pe.describe().find(why_part), std::string::npos) << pe.describe();
   EXPECT_NE(pe.describe().find("rank 1"), std::string::npos) << "the error names the peer: " << pe.describe();
   // Nothing of it stayed: the connection (its id, and the QP it made) is gone, the listener
-  // with the end of wireup.
+  // with the end of wireup; the abandon notice went out and got its answer.
   EXPECT_EQ(eng.live_ids(), 0u);
+  EXPECT_EQ(eng.stats()[Counter::abandons_sent], 1u);
   // The foreign side was told: our REJ answered its REP.
   EXPECT_NE(std::find(l->seen.begin(), l->seen.end(), CmEventType::rejected), l->seen.end())
       << "the listener never saw its REP refused";

@@ -168,6 +168,10 @@ TEST(RequestGate, StrangerTable) {
        RejectCode::none, Admit::rtu_notice},
       {"a notice from a peer that initiates to us", [](WireHeader& h) { h.kind = WireKind::rtu_lost; },
        RejectCode::wrong_role, Admit::refuse},
+      {"an abandon from a peer that initiates to us", [](WireHeader& h) { h.kind = WireKind::abandon; },
+       RejectCode::none, Admit::abandon},
+      {"an abandon from a peer we initiate to", [](WireHeader& h) { h.kind = WireKind::abandon; h.src_rank = 2; },
+       RejectCode::wrong_role, Admit::refuse},
   };
   for (const GateRow& r : rows) {
     WireHeader h = base();
@@ -278,7 +282,7 @@ TEST(PairTable, OneStatePerPairAndStableIndexes) {
   EXPECT_EQ(last->lane, 1u);
   EXPECT_TRUE(t.all_started());
   EXPECT_EQ(t.next_to_start(), nullptr);
-  p->become(Failed{3});
+  p->become(Failed{3, nullptr});
   EXPECT_EQ(p->state(), PairState::failed);
   EXPECT_EQ(p->as<Failed>()->error, 3u);
   EXPECT_EQ(p->as<Waiting>(), nullptr);
@@ -313,6 +317,7 @@ TEST(Wire, EveryKindDecodesToWhatWasBuilt) {
   EXPECT_EQ(req->attempt, 2u);
   EXPECT_EQ(decode(w.accept(9, 3, 2))->kind, WireKind::accept);
   EXPECT_EQ(decode(w.rtu_lost(9, 3, 2))->kind, WireKind::rtu_lost);
+  EXPECT_EQ(decode(w.abandon(9, 3, 2))->kind, WireKind::abandon);
   auto rej = decode(w.reject(RejectCode::repair_pending, 9, 3, 2));
   EXPECT_EQ(rej->reason, RejectCode::repair_pending);
   EXPECT_EQ(rej->job_key, 0u) << "no REJ carries the job key";

@@ -1,0 +1,86 @@
+// Final answers told across (WireKind::abandon). When the active side of a pair gives up for
+// a reason the passive side cannot see (a local failure before or instead of a REQ, a REP it
+// refused, a peer's transient refusal to the last attempt), it sends a QP-less REQ saying so;
+// the passive side settles the pair as failed at once (PeerError cause peer_gave_up) instead
+// of waiting out its wireup timeout, and answers with a REJ abandon_noted. Best effort: one
+// try; a notice that never arrives leaves the passive side to its own deadline, as before.
+#include "common/log.h"
+#include "wireup/engine.h"
+
+namespace wireup {
+
+bool Engine::owes_farewell(const Pair& p, const cm::Failure& f, PeerError::Cause cause) const {
+  if (p.role != cm::Role::active || cause != PeerError::Cause::failed || !channels_.setup) return false;
+  switch (f.kind) {
+    case cm::FailKind::local_error:  // e.g. ECE `required` on a device without ECE, a factory failing
+    case cm::FailKind::bad_reply:    // we refused its REP: it would wait for a newer attempt
+      return true;
+    case cm::FailKind::rejected:
+      // Its own transient refusal (local_failure) to our last attempt: it waits for another.
+      return peer_reject_code(f) == RejectCode::local_failure;
+    default:
+      // The network (UNREACHABLE, ADDR/ROUTE/CONNECT_ERROR: a notice would not get through
+      // either), the peer's own final refusals (it settled itself), the deadline (it has one).
+      return false;
+  }
+}
+
+Nanos Engine::farewell_until() const { return life_.farewells > 0 ? life_.farewell_until : Nanos{0}; }
+
+void Engine::say_farewell(Pair& p) {
+  auto* f = p.as<Failed>();
+  if (f == nullptr || !channels_.setup) return;
+  cm::Spec spec = spec_for(p);
+  if (spec.remote.empty()) return;  // no address (cannot happen for a planned active pair)
+  (void)spec.private_data.assign(fixed_.wire.abandon(p.peer, p.lane, p.attempt));
+  auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec, this);
+  if (!c) {
+    WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice could not start: %s", opt().rank, p.peer, p.lane,
+               c.error().message().c_str());
+    return;
+  }
+  f->farewell = std::move(c).value();
+  ++life_.farewells;
+  life_.farewell_until = now() + kFarewellBound;
+  ++stats_[Counter::abandons_sent];
+}
+
+void Engine::after_farewell(Pair& p) {
+  auto* f = p.as<Failed>();
+  if (f == nullptr || !f->farewell) return;
+  cm::Connection& c = *f->farewell;
+  // No QP, so no QP window: the notice goes out as soon as its route is known.
+  if (c.state() == cm::State::route_resolved) (void)c.notify();
+  if (c.state() != cm::State::failed) return;
+  // The answer is a REJ (abandon_noted) when the peer heard it; anything else means it did not.
+  if (peer_reject_code(c.failure()) != RejectCode::abandon_noted)
+    WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice was not taken: %s", opt().rank, p.peer, p.lane,
+               c.failure().describe().c_str());
+  retire(std::move(f->farewell));
+  --life_.farewells;
+}
+
+void Engine::handle_abandon(prov::CmEvent& ev, const GateVerdict& v) {
+  ++stats_[Counter::abandons_received];
+  Pair* p = pairs_.find(v.header.src_rank, v.header.lane);
+  stats_.reject_sent(RejectCode::abandon_noted);
+  if (Status st = ev.id->reject(fixed_.wire.reject(RejectCode::abandon_noted, v.header.src_rank, v.header.lane,
+                                                   v.header.attempt));
+      !st)
+    WIREUP_LOG(warn, "rank %u: %s", opt().rank, st.message().c_str());
+  if (p == nullptr) return;
+  const PairState s = p->state();
+  // Settled already, or about an older attempt than one we have seen (a late notice must not
+  // end a newer connection).
+  if (s == PairState::established || s == PairState::failed || v.header.attempt < p->attempt) return;
+  cm::Failure f;
+  f.kind = cm::FailKind::abandoned;
+  f.error = Error::make(ErrorCode::connect_error, "abandon",
+                        "the peer gave up on the pair after its attempt " + std::to_string(v.header.attempt) +
+                            " and said so (its own error says why)");
+  f.error.peer = "rank " + std::to_string(p->peer) + " lane " + std::to_string(p->lane);
+  if (p->attempt < v.header.attempt) p->attempt = v.header.attempt;
+  give_up(*p, f, PeerError::Cause::peer_gave_up);
+}
+
+}  // namespace wireup
