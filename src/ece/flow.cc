@@ -1,5 +1,7 @@
 #include "ece/flow.h"
 
+#include <cstdio>
+
 #include "common/log.h"
 
 namespace wireup::ece {
@@ -12,13 +14,29 @@ void note_unsupported(const Policy& p, const prov::Qp& qp) {
                qp.device().info().name.c_str());
 }
 
-Result<Decision> finish(Decision d, prov::Qp& qp, prov::CmId& id, Report& report, bool set_on_id) {
+// The policy decided what to ask for; the provider decides what it takes (ibv_set_ece is
+// IN/OUT). Its answer is what is in force, what the REP carries (passive side) and what the
+// required bits are checked against.
+Result<Decision> finish(const Policy& p, Decision d, prov::Qp& qp, prov::CmId& id, Report& report, bool set_on_id) {
   report.accepted = d.reject ? 0 : d.accepted;
   report.outcome = d.outcome;
   if (d.reject || d.outcome != Outcome::negotiated) return d;
-  prov::Ece in_force{report.local.vendor_id, d.accepted};
-  if (report.remote.vendor_id != 0) in_force.vendor_id = report.remote.vendor_id;
-  WIREUP_TRY(qp.set_ece(in_force));
+  prov::Ece asked{report.local.vendor_id, d.accepted};
+  if (report.remote.vendor_id != 0) asked.vendor_id = report.remote.vendor_id;
+  auto taken = qp.set_ece(asked);
+  if (!taken) return taken.error();
+  const prov::Ece in_force{asked.vendor_id, taken->options};
+  d.accepted = report.accepted = in_force.options;
+  if ((p.required & ~in_force.options) != 0) {
+    d.reject = true;
+    d.outcome = report.outcome = Outcome::rejected;
+    report.accepted = 0;
+    char why[128];
+    std::snprintf(why, sizeof why, "the device took options 0x%x of 0x%x asked for: required 0x%x missing",
+                  in_force.options, asked.options, p.required);
+    d.why = why;
+    return d;
+  }
   if (set_on_id) WIREUP_TRY(id.set_local_ece(in_force));
   return d;
 }
@@ -62,7 +80,7 @@ Result<Decision> answer_request(const Policy& p, prov::Qp& qp, prov::CmId& id, R
   if (!dev) return dev.error();
   if (*dev) report.local = **dev;
   else note_unsupported(p, qp);
-  return finish(on_request(p, *dev, *remote), qp, id, report, true);
+  return finish(p, on_request(p, *dev, *remote), qp, id, report, true);
 }
 
 Result<Decision> apply_reply(const Policy& p, const std::optional<prov::Ece>& offered, prov::Qp& qp,
@@ -71,7 +89,7 @@ Result<Decision> apply_reply(const Policy& p, const std::optional<prov::Ece>& of
   auto remote = id.get_remote_ece();
   if (!remote) return remote.error();
   report.remote = *remote;
-  return finish(on_reply(p, offered, *remote), qp, id, report, false);
+  return finish(p, on_reply(p, offered, *remote), qp, id, report, false);
 }
 
 }  // namespace wireup::ece

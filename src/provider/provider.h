@@ -188,7 +188,9 @@ class Qp {
   virtual Status modify(const QpAttr& attr, uint32_t mask) = 0;
   virtual Result<QpAttr> query(uint32_t mask) = 0;
   virtual Result<Ece> query_ece() = 0;
-  virtual Status set_ece(const Ece& ece) = 0;
+  // ibv_set_ece: the argument is IN/OUT, and the provider's answer (the options it accepted,
+  // which may be fewer than asked for) is what counts: it is returned.
+  virtual Result<Ece> set_ece(const Ece& ece) = 0;
   virtual Status post_send(uint64_t wr_id, const Sge& sge, bool signaled) = 0;
   virtual Status post_recv(uint64_t wr_id, const Sge& sge) = 0;
   virtual Device& device() const = 0;

@@ -91,6 +91,41 @@ TEST_F(EceMatrix, SameVendorNegotiatesTheIntersection) {
   EXPECT_EQ(o.active->ece.remote, (prov::Ece{0x15b3, 0x5})) << "the active side saw the answer";
 }
 
+// ibv_set_ece is IN/OUT: the passive provider takes fewer options than the policy's
+// intersection asks for (bit 0 of 0x7), and its answer is what the REP carries and what the
+// active side sets on its QP -- not the library's own computation.
+TEST_F(EceMatrix, TheRepCarriesWhatTheProviderTook) {
+  Side a, p;
+  a.dev = vendor(0x15b3, 0x7);
+  p.dev = vendor(0x15b3, 0x7);
+  p.dev.ece_keeps = 0x1;
+  auto o = run(a, p);
+  ASSERT_TRUE(o.active && o.passive);
+  EXPECT_EQ(o.passive->ece.remote, (prov::Ece{0x15b3, 0x7})) << "the offer asked for 0x7";
+  EXPECT_EQ(o.passive->ece.accepted, 0x1u) << "the provider took 0x1";
+  EXPECT_EQ(o.active->ece.remote, (prov::Ece{0x15b3, 0x1})) << "the REP carried the provider's answer";
+  EXPECT_EQ(o.active->ece.accepted, 0x1u);
+  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::negotiated);
+}
+
+// A required bit the provider did not take: refused with reason 35 on the passive side.
+TEST_F(EceMatrix, ARequiredBitTheProviderDroppedIsRefused) {
+  Side a, p;
+  a.dev = vendor(0x15b3, 0x7);
+  p.dev = vendor(0x15b3, 0x7);
+  p.dev.ece_keeps = 0x1;
+  p.policy.required = 0x2;
+  auto o = run(a, p);
+  EXPECT_FALSE(o.active);
+  ASSERT_TRUE(o.active_error);
+  EXPECT_EQ(o.active_error->failure.kind, cm::FailKind::rejected) << o.active_error->describe();
+  EXPECT_EQ(o.active_error->failure.status, prov::reject_reason::vendor_option);
+  ASSERT_TRUE(o.passive_error);
+  EXPECT_EQ(o.passive_error->failure.kind, cm::FailKind::ece_rejected) << o.passive_error->describe();
+  EXPECT_NE(o.passive_error->describe().find("took options 0x1 of 0x7"), std::string::npos)
+      << o.passive_error->describe();
+}
+
 TEST_F(EceMatrix, WantedMaskNarrowsTheOffer) {
   Side a, p;
   a.policy.mode = ece::Mode::on;

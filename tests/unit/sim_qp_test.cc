@@ -135,7 +135,8 @@ TEST(SimQp, EceOnADeviceWithoutItIsEopnotsupp) {
   EXPECT_EQ(q.error().err, EOPNOTSUPP);
   EXPECT_EQ(q.code(), ErrorCode::not_supported);
   EXPECT_EQ(q.error().qpn, qp->qpn());
-  Status s = qp->set_ece({0x15b3, 1});
+  auto s = qp->set_ece({0x15b3, 1});
+  ASSERT_FALSE(s);
   EXPECT_EQ(s.error().err, EOPNOTSUPP);
   EXPECT_EQ(s.error().qpn, qp->qpn());
 }
@@ -153,8 +154,22 @@ TEST(SimQp, EceOnADeviceWithIt) {
   EXPECT_EQ(qp->set_ece({0x8086, 0x4}).error().err, EINVAL) << "another vendor";
   EXPECT_EQ(qp->set_ece({0x15b3, 0x8 | 0x4}).error().err, EINVAL) << "an unsupported option";
   EXPECT_EQ(qp->set_ece({0x15b3, 0x1}).error().err, EINVAL) << "a required option cleared";
-  ASSERT_TRUE(qp->set_ece({0x15b3, 0x5}));
+  auto taken = qp->set_ece({0x15b3, 0x5});
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(*taken, (Ece{0x15b3, 0x5})) << "IN/OUT: the answer is what was taken";
   EXPECT_EQ(*qp->query_ece(), (Ece{0x15b3, 0x5}));
+}
+
+TEST(SimQp, EceProviderTakesFewerOptionsAndSaysSo) {
+  SimDeviceSpec spec = SimDeviceSpec::mlx5();
+  spec.ece_options = 0x7;
+  spec.ece_keeps = 0x1;  // takes only bit 0 of what it is asked for
+  Rig r(spec);
+  auto qp = r.qp();
+  auto taken = qp->set_ece({0x15b3, 0x7});
+  ASSERT_TRUE(taken) << taken.error().message();
+  EXPECT_EQ(*taken, (Ece{0x15b3, 0x1}));
+  EXPECT_EQ(*qp->query_ece(), (Ece{0x15b3, 0x1}));
 }
 
 TEST(SimQp, MaxQpIsEnforced) {

@@ -144,7 +144,7 @@ Result<Ece> SimQp::query_ece() {
   return ece_;
 }
 
-Status SimQp::set_ece(const Ece& e) {
+Result<Ece> SimQp::set_ece(const Ece& e) {
   const char* call = "ibv_set_ece";
   const SimDeviceSpec& s = dev_.spec();
   if (!s.ece_supported)
@@ -155,8 +155,9 @@ Status SimQp::set_ece(const Ece& e) {
   else if ((e.options & ~s.ece_options) != 0) why = "options the device does not support";
   else if ((e.options & s.ece_required) != s.ece_required) why = "options the device requires are cleared";
   if (!why.empty()) return Error::from_errno(call, EINVAL, why).with_qpn(qpn_);
-  ece_ = e;
-  return Status::ok();
+  // IN/OUT: a provider may accept fewer options than asked for, and writes back what it took.
+  ece_ = Ece{e.vendor_id, e.options & s.ece_keeps};
+  return ece_;
 }
 
 SimQp* SimQp::peer() const {

@@ -32,6 +32,9 @@ struct SimDeviceSpec {
   bool ece_supported = true;        // false: ibv_query_ece / ibv_set_ece answer EOPNOTSUPP
   uint32_t ece_options = 0x7;       // option bits the device accepts in ibv_set_ece
   uint32_t ece_required = 0;        // bits every ibv_set_ece must keep set
+  // Of the options an ibv_set_ece asks for, those this provider takes (and writes back in
+  // the IN/OUT argument); the rest it clears without an error, as a provider may.
+  uint32_t ece_keeps = ~0u;
   uint32_t max_qp = 131072;
   uint8_t max_rd_atomic = 16;       // max_qp_rd_atom: bounds responder_resources / initiator_depth
   PortState port_state = PortState::active;
