@@ -196,8 +196,8 @@ Status Engine::check_reply(const cm::Connection& c, std::span<const uint8_t> pri
   const Pair* p = pairs_.at(c.tag());
   if (p == nullptr) return Error::make(ErrorCode::invalid_state, "check_reply", "a connection of no pair");
   const EngineOptions& o = opt();
-  return wireup::check_reply(GateContext{o.job_key, o.rank, o.nranks, o.lanes, &peers_, true}, private_data, p->peer,
-                             p->lane, p->attempt);
+  return wireup::check_reply(GateContext{o.job_key, o.rank, o.nranks, o.lanes, &peers_, true, true}, private_data,
+                             p->peer, p->lane, p->attempt);
 }
 
 void Engine::retire(std::unique_ptr<cm::Connection> c) {
@@ -227,6 +227,7 @@ Result<int> Engine::progress() {
     work += start_connects();
     if (admission_.qp_grant_ready()) work += grant_qps();
     work += start_due_notices();
+    work += start_due_farewells();
     channels_.setup->graveyard.clear();  // every event of these ids was acked in the loops above
   }
   maybe_end_setup();
@@ -236,14 +237,18 @@ Result<int> Engine::progress() {
 Nanos Engine::next_wakeup() const {
   if (!life_.started) return Nanos::max();
   const Nanos t = now();
-  if (pairs_.open() == 0)
-    return channels_.setup ? std::max(t, std::max(linger_until(), farewell_until())) : Nanos::max();
+  const Nanos farewell_due = retries_.next_due(RetryScheduler::Queue::farewell);
+  if (pairs_.open() == 0) {
+    if (!channels_.setup) return Nanos::max();
+    return std::max(t, std::min(std::max(linger_until(), farewell_until()), farewell_due));
+  }
   const bool room = admission_.connect_room();
   if (room && !pairs_.all_started()) return t;
   if (admission_.qp_grant_ready()) return t;
   Nanos w = life_.deadline;
   if (room) w = std::min(w, retries_.next_due(RetryScheduler::Queue::connect));
   w = std::min(w, retries_.next_due(RetryScheduler::Queue::notice));
+  w = std::min(w, farewell_due);
   return std::max(t, w);
 }
 

@@ -169,7 +169,10 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   // final answers told across (engine_abandon.cc)
   bool owes_farewell(const Pair& p, const cm::Failure& f, PeerError::Cause cause) const;
   void say_farewell(Pair& p);
+  void send_farewell(Pair& p);
   void after_farewell(Pair& p);
+  void end_farewell(Pair& p);
+  int start_due_farewells();
   void handle_abandon(prov::CmEvent& ev, const GateVerdict& v);
   Nanos farewell_until() const;
 

@@ -2,8 +2,9 @@
 // a reason the passive side cannot see (a local failure before or instead of a REQ, a REP it
 // refused, a peer's transient refusal to the last attempt), it sends a QP-less REQ saying so;
 // the passive side settles the pair as failed at once (PeerError cause peer_gave_up) instead
-// of waiting out its wireup timeout, and answers with a REJ abandon_noted. Best effort: one
-// try; a notice that never arrives leaves the passive side to its own deadline, as before.
+// of waiting out its wireup timeout, and answers with a REJ abandon_noted. A peer that has not
+// started yet, is not listening yet or did not answer is asked again within the pair's
+// attempt budget; a notice that never gets through leaves it to its own deadline, as before.
 #include "common/log.h"
 #include "wireup/engine.h"
 
@@ -29,20 +30,37 @@ Nanos Engine::farewell_until() const { return life_.farewells > 0 ? life_.farewe
 
 void Engine::say_farewell(Pair& p) {
   auto* f = p.as<Failed>();
-  if (f == nullptr || !channels_.setup) return;
+  if (f == nullptr || !channels_.setup || f->farewell_pending) return;
+  f->farewell_pending = true;
+  f->farewell_tries = 0;
+  ++life_.farewells;
+  ++stats_[Counter::abandons_sent];
+  send_farewell(p);
+}
+
+void Engine::send_farewell(Pair& p) {
+  auto* f = p.as<Failed>();
+  if (f == nullptr || !f->farewell_pending || !channels_.setup) return;
   cm::Spec spec = spec_for(p);
-  if (spec.remote.empty()) return;  // no address (cannot happen for a planned active pair)
+  if (spec.remote.empty()) return end_farewell(p);  // no address (cannot happen for a planned pair)
   (void)spec.private_data.assign(fixed_.wire.abandon(p.peer, p.lane, p.attempt));
+  ++f->farewell_tries;
+  life_.farewell_until = now() + kFarewellBound;
   auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec, this);
   if (!c) {
     WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice could not start: %s", opt().rank, p.peer, p.lane,
                c.error().message().c_str());
-    return;
+    return end_farewell(p);
   }
   f->farewell = std::move(c).value();
-  ++life_.farewells;
-  life_.farewell_until = now() + kFarewellBound;
-  ++stats_[Counter::abandons_sent];
+}
+
+void Engine::end_farewell(Pair& p) {
+  auto* f = p.as<Failed>();
+  if (f == nullptr || !f->farewell_pending) return;
+  retire(std::move(f->farewell));
+  f->farewell_pending = false;
+  --life_.farewells;
 }
 
 void Engine::after_farewell(Pair& p) {
@@ -52,12 +70,36 @@ void Engine::after_farewell(Pair& p) {
   // No QP, so no QP window: the notice goes out as soon as its route is known.
   if (c.state() == cm::State::route_resolved) (void)c.notify();
   if (c.state() != cm::State::failed) return;
-  // The answer is a REJ (abandon_noted) when the peer heard it; anything else means it did not.
-  if (peer_reject_code(c.failure()) != RejectCode::abandon_noted)
-    WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice was not taken: %s", opt().rank, p.peer, p.lane,
-               c.failure().describe().c_str());
+  const cm::Failure answer = c.failure();
   retire(std::move(f->farewell));
-  --life_.farewells;
+  const RejectCode code = peer_reject_code(answer);
+  if (code == RejectCode::abandon_noted) return end_farewell(p);
+  // A peer that has not started yet (local_failure), is not listening yet (REJ 8) or did not
+  // answer is asked again, like a connect, within the pair's attempt budget.
+  const bool transient = code == RejectCode::local_failure ||
+                         (answer.kind == cm::FailKind::rejected && answer.status == prov::reject_reason::no_listener) ||
+                         answer.kind == cm::FailKind::unreachable || answer.kind == cm::FailKind::connect_error;
+  if (transient && f->farewell_tries < opt().max_attempts) {
+    const Nanos at = retries_.schedule(RetryScheduler::Queue::farewell, pairs_.index(p), f->farewell_tries, now());
+    life_.farewell_until = std::max(life_.farewell_until, at + kFarewellBound);
+    return;
+  }
+  WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice was not taken: %s", opt().rank, p.peer, p.lane,
+             answer.describe().c_str());
+  end_farewell(p);
+}
+
+int Engine::start_due_farewells() {
+  if (retries_.next_due(RetryScheduler::Queue::farewell) == Nanos::max()) return 0;
+  int work = 0;
+  while (auto i = retries_.pop_due(RetryScheduler::Queue::farewell, now())) {
+    Pair* p = pairs_.at(*i);
+    auto* f = p ? p->as<Failed>() : nullptr;
+    if (f == nullptr || !f->farewell_pending || f->farewell) continue;
+    send_farewell(*p);
+    ++work;
+  }
+  return work;
 }
 
 void Engine::handle_abandon(prov::CmEvent& ev, const GateVerdict& v) {

@@ -97,8 +97,9 @@ void Engine::release_state(Pair& p) {
     retire(std::move(cs->conn));
   } else if (auto* pr = p.as<Probing>()) {
     if (pr->notice) retire(std::move(pr->notice->conn));
-  } else if (auto* f = p.as<Failed>(); f && f->farewell) {
+  } else if (auto* f = p.as<Failed>(); f && f->farewell_pending) {
     retire(std::move(f->farewell));
+    f->farewell_pending = false;
     --life_.farewells;
   }
 }

@@ -29,8 +29,8 @@ void Engine::handle_request(prov::CmEvent& ev) {
   // Everything below decides from the private data alone: no QP, no memory, no state is
   // allocated for a request until it is known to come from a planned peer of this job.
   const EngineOptions& o = opt();
-  GateVerdict v = check_request(GateContext{o.job_key, o.rank, o.nranks, o.lanes, &peers_, accepting()},
-                                ev.private_data);
+  GateVerdict v = check_request(
+      GateContext{o.job_key, o.rank, o.nranks, o.lanes, &peers_, life_.started, accepting()}, ev.private_data);
   if (v.admit == Admit::rtu_notice) return answer_notice(ev, v);
   if (v.admit == Admit::abandon) return handle_abandon(ev, v);
   Pair* p = v.admit == Admit::connect ? pairs_.find(v.header.src_rank, v.header.lane) : nullptr;

@@ -28,6 +28,9 @@ GateVerdict check_request(const GateContext& ctx, std::span<const uint8_t> priva
     return refuse(v, RejectCode::bad_magic, "not a request");
   if (h->job_key != ctx.job_key) return refuse(v, RejectCode::wrong_job_key, "job key mismatch");
   if (h->dst_rank != ctx.self) return refuse(v, RejectCode::wrong_destination, "for " + rank_name(h->dst_rank));
+  // A peer can be quicker than we are: its request may come between our listen() and our
+  // start(), while our peer table is not in. Transient: the sender retries (local_failure).
+  if (!ctx.started) return refuse(v, RejectCode::local_failure, "not started yet");
   if (h->src_rank >= ctx.nranks || ctx.peers == nullptr || !ctx.peers->contains(h->src_rank))
     return refuse(v, RejectCode::unknown_rank, rank_name(h->src_rank));
   if (h->lane >= ctx.lanes) return refuse(v, RejectCode::bad_lane, "lane " + std::to_string(h->lane));

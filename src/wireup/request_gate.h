@@ -19,6 +19,7 @@ struct GateContext {
   uint32_t nranks = 0;
   uint32_t lanes = 0;
   const PeerTable* peers = nullptr;
+  bool started = false;    // start() was called (before: the peer table may not be in yet)
   bool accepting = false;  // started and still wiring up (the setup channel is open)
 };
 
@@ -38,7 +39,7 @@ struct GateVerdict {
   // opposed to a planned peer's request that came at the wrong time.
   bool stranger() const {
     return admit == Admit::refuse && code != RejectCode::stale_attempt && code != RejectCode::duplicate &&
-           code != RejectCode::shutting_down;
+           code != RejectCode::shutting_down && code != RejectCode::local_failure;
   }
 };
 

@@ -73,6 +73,7 @@ Nanos RetryScheduler::next_due(Queue q) const {
 void RetryScheduler::clear() {
   connects_.clear();
   notices_.clear();
+  farewells_.clear();
 }
 
 }  // namespace wireup

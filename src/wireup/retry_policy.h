@@ -42,7 +42,7 @@ RetryDecision decide(const RetryPolicy& p, const cm::Failure& f, uint32_t attemp
 // engine uses pair indexes); a pair that moved on meanwhile is skipped by whoever pops it.
 class RetryScheduler {
  public:
-  enum class Queue : uint8_t { connect, notice };
+  enum class Queue : uint8_t { connect, notice, farewell };
   RetryScheduler(RetryPolicy p, uint64_t seed) : policy_(p), rng_(seed) {}
 
   const RetryPolicy& policy() const { return policy_; }
@@ -58,13 +58,18 @@ class RetryScheduler {
 
  private:
   double draw();
-  std::multimap<Nanos, uint64_t>& queue(Queue q) { return q == Queue::connect ? connects_ : notices_; }
-  const std::multimap<Nanos, uint64_t>& queue(Queue q) const { return q == Queue::connect ? connects_ : notices_; }
+  std::multimap<Nanos, uint64_t>& queue(Queue q) {
+    return q == Queue::connect ? connects_ : q == Queue::notice ? notices_ : farewells_;
+  }
+  const std::multimap<Nanos, uint64_t>& queue(Queue q) const {
+    return q == Queue::connect ? connects_ : q == Queue::notice ? notices_ : farewells_;
+  }
 
   RetryPolicy policy_;
   std::mt19937_64 rng_;
   std::multimap<Nanos, uint64_t> connects_;
   std::multimap<Nanos, uint64_t> notices_;
+  std::multimap<Nanos, uint64_t> farewells_;
 };
 
 }  // namespace wireup

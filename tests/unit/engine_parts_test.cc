@@ -141,7 +141,7 @@ TEST(RequestGate, StrangerTable) {
   peers.assign({{0, prov::SockAddr::ipv4(0x0a000001, 1)},
                 {2, prov::SockAddr::ipv4(0x0a000002, 1)},
                 {3, prov::SockAddr::ipv4(0x0a000003, 1)}});
-  const GateContext ctx{0x1234, 1, 4, 2, &peers, true};
+  const GateContext ctx{0x1234, 1, 4, 2, &peers, true, true};
   auto base = [] {
     WireHeader h;
     h.kind = WireKind::request;
@@ -190,6 +190,12 @@ TEST(RequestGate, StrangerTable) {
   auto b = encode(base());
   b[4] = 9;  // version
   EXPECT_EQ(check_request(ctx, b).code, RejectCode::bad_version);
+  // A peer quicker than we are: it asks before our start(). Transient, not a stranger.
+  GateContext early = ctx;
+  early.started = early.accepting = false;
+  const GateVerdict soon = check_request(early, encode(base()));
+  EXPECT_EQ(soon.code, RejectCode::local_failure) << soon.why;
+  EXPECT_FALSE(soon.stranger());
   // Known peers asking while we no longer wire up.
   GateContext closed = ctx;
   closed.accepting = false;
