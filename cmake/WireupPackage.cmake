@@ -34,7 +34,7 @@ target_include_directories(wireup INTERFACE
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 # The public headers include nothing of these: the consumer links them, never compiles with them.
 target_link_libraries(wireup PRIVATE PkgConfig::IBVERBS PkgConfig::RDMACM PkgConfig::HWLOC
-  PkgConfig::TOMLPP Threads::Threads)
+  PkgConfig::TOMLPP PkgConfig::SODIUM Threads::Threads)
 
 # An instrumented archive (WIREUP_SANITIZE) needs the sanitizer runtimes in whatever links it.
 set(WIREUP_PC_SANITIZE "")

@@ -178,6 +178,8 @@ class Connection final : public prov::CmEventSink {
   uint64_t tag() const { return given_.tag; }
   uint32_t lane() const { return given_.lane; }
   const Failure& failure() const;
+  // The private data this connection sent (its REQ or REP): an answer must match it.
+  std::span<const uint8_t> sent() const { return given_.private_data.bytes(); }
   const Timings& timings() const { return t_; }
   const ece::Report& ece() const { return ans_.ece; }
   uint32_t remote_qpn() const { return ans_.remote_qpn; }

@@ -79,8 +79,9 @@ void Engine::teardown() {
 Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions o, qp::QpFactory factory) {
   WIREUP_TRY(check_options(o, factory));
   cm::Profile profile = make_profile(o);
-  Wire wire(o.job_key, o.rank);
-  std::unique_ptr<Engine> e(new Engine(p, Fixed{std::move(o), std::move(profile), wire, std::move(factory)}));
+  auto wire = Wire::create(o.job_key, o.rank, random_nonce_base());
+  if (!wire) return wire.error();
+  std::unique_ptr<Engine> e(new Engine(p, Fixed{std::move(o), std::move(profile), *wire, std::move(factory)}));
   auto steady = p.create_channel();
   if (!steady) return steady.error();
   e->channels_.steady = std::move(steady).value();
@@ -195,9 +196,23 @@ void Engine::on_connection_changed(cm::Connection& c) {
 Status Engine::check_reply(const cm::Connection& c, std::span<const uint8_t> private_data) {
   const Pair* p = pairs_.at(c.tag());
   if (p == nullptr) return Error::make(ErrorCode::invalid_state, "check_reply", "a connection of no pair");
+  return wireup::check_reply(gate(), private_data, p->peer, p->lane, p->attempt, nonce_of(c.sent()));
+}
+
+GateContext Engine::gate() const {
   const EngineOptions& o = opt();
-  return wireup::check_reply(GateContext{o.job_key, o.rank, o.nranks, o.lanes, &peers_, true, true}, private_data,
-                             p->peer, p->lane, p->attempt);
+  return GateContext{&fixed_.wire, o.rank, o.nranks, o.lanes, &peers_, life_.started, accepting()};
+}
+
+cm::Failure Engine::failure_of(const cm::Connection& c) const {
+  cm::Failure f = c.failure();
+  if (f.kind != cm::FailKind::rejected || f.private_data.empty() || !decode(f.private_data)) return f;
+  if (auto h = fixed_.wire.open_answer(f.private_data, nonce_of(c.sent())); !h) {
+    const RejectCode claimed = decode(f.private_data)->reason;
+    f.error.detail += std::string(" (its reason \"") + to_string(claimed) + "\" not taken: " + h.error().detail + ")";
+    f.private_data.clear();
+  }
+  return f;
 }
 
 void Engine::retire(std::unique_ptr<cm::Connection> c) {

@@ -142,7 +142,14 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   Nanos linger_until() const;
 
   // the active side and settling (engine_active.cc)
-  cm::Spec spec_for(const Pair& p) const;
+  // The spec of p's connection for the request whose nonce is `nonce` (ours on the active
+  // side, the peer's REQ's on the passive side).
+  cm::Spec spec_for(const Pair& p, uint64_t nonce) const;
+  // What the gate and the REP check see of this engine.
+  GateContext gate() const;
+  // c's failure, its REJ's wireup reason kept only if it authenticates as the answer to what
+  // c sent: a forged or replayed REJ reads as one without a reason (transient).
+  cm::Failure failure_of(const cm::Connection& c) const;
   int start_connects();
   int grant_qps();
   void after_event(Pair& p);

@@ -41,9 +41,10 @@ void Engine::say_farewell(Pair& p) {
 void Engine::send_farewell(Pair& p) {
   auto* f = p.as<Failed>();
   if (f == nullptr || !f->farewell_pending || !channels_.setup) return;
-  cm::Spec spec = spec_for(p);
+  const uint64_t nonce = fixed_.wire.fresh_nonce();
+  cm::Spec spec = spec_for(p, nonce);
   if (spec.remote.empty()) return end_farewell(p);  // no address (cannot happen for a planned pair)
-  (void)spec.private_data.assign(fixed_.wire.abandon(p.peer, p.lane, p.attempt));
+  (void)spec.private_data.assign(fixed_.wire.abandon(p.peer, p.lane, p.attempt, nonce));
   ++f->farewell_tries;
   life_.farewell_until = now() + kFarewellBound;
   auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec, this);
@@ -70,7 +71,7 @@ void Engine::after_farewell(Pair& p) {
   // No QP, so no QP window: the notice goes out as soon as its route is known.
   if (c.state() == cm::State::route_resolved) (void)c.notify();
   if (c.state() != cm::State::failed) return;
-  const cm::Failure answer = c.failure();
+  const cm::Failure answer = failure_of(c);
   retire(std::move(f->farewell));
   const RejectCode code = peer_reject_code(answer);
   if (code == RejectCode::abandon_noted) return end_farewell(p);
@@ -107,7 +108,7 @@ void Engine::handle_abandon(prov::CmEvent& ev, const GateVerdict& v) {
   Pair* p = pairs_.find(v.header.src_rank, v.header.lane);
   stats_.reject_sent(RejectCode::abandon_noted);
   if (Status st = ev.id->reject(fixed_.wire.reject(RejectCode::abandon_noted, v.header.src_rank, v.header.lane,
-                                                   v.header.attempt));
+                                                   v.header.attempt, v.header.nonce));
       !st)
     WIREUP_LOG(warn, "rank %u: %s", opt().rank, st.message().c_str());
   if (p == nullptr) return;

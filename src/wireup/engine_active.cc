@@ -5,7 +5,7 @@
 
 namespace wireup {
 
-cm::Spec Engine::spec_for(const Pair& p) const {
+cm::Spec Engine::spec_for(const Pair& p, uint64_t nonce) const {
   cm::Spec spec;
   spec.peer = p.peer;
   spec.lane = p.lane;
@@ -15,10 +15,10 @@ cm::Spec Engine::spec_for(const Pair& p) const {
   if (auto a = peers_.address(p.peer)) spec.remote = *a;
   const Wire& w = fixed_.wire;
   static_assert(kWireHeaderSize <= cm::PrivateData::kCapacity);
-  (void)spec.private_data.assign(p.role == cm::Role::active ? w.request(p.peer, p.lane, p.attempt)
-                                                            : w.accept(p.peer, p.lane, p.attempt));
+  (void)spec.private_data.assign(p.role == cm::Role::active ? w.request(p.peer, p.lane, p.attempt, nonce)
+                                                            : w.accept(p.peer, p.lane, p.attempt, nonce));
   // Not a stranger's reject: it carries the pair, so the peer's PeerError names the reason.
-  (void)spec.reject_data.assign(w.reject(RejectCode::local_failure, p.peer, p.lane, p.attempt));
+  (void)spec.reject_data.assign(w.reject(RejectCode::local_failure, p.peer, p.lane, p.attempt, nonce));
   return spec;
 }
 
@@ -39,7 +39,7 @@ int Engine::start_connects() {
     ++stats_[Counter::connects_started];
     if (p->first_start == cm::kUnset) p->first_start = t;
     ++work;
-    auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec_for(*p), this);
+    auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec_for(*p, fixed_.wire.fresh_nonce()), this);
     if (!c) {
       fail_pair(*p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
       continue;
@@ -158,7 +158,7 @@ void Engine::establish(Pair& p) {
 }
 
 void Engine::settle_failure(Pair& p) {
-  cm::Failure f = p.as<Connecting>()->conn->failure();
+  cm::Failure f = failure_of(*p.as<Connecting>()->conn);
   abandon_attempt(p);
   fail_pair(p, f);
 }

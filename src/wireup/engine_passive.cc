@@ -21,16 +21,20 @@ void Engine::refuse(prov::CmEvent& ev, const GateVerdict& v) {
       ++stats_[Counter::strangers_unlogged];
       break;
   }
-  if (Status s = ev.id->reject(fixed_.wire.refuse_stranger(v.code)); !s)
+  // A request that authenticated gets a sealed answer naming its pair: its sender can trust
+  // the reason. Anyone else learns the code and our rank only.
+  const Wire& w = fixed_.wire;
+  const WireHeader& h = v.header;
+  if (Status s = ev.id->reject(v.authentic ? w.reject(v.code, h.src_rank, h.lane, h.attempt, h.nonce)
+                                           : w.refuse_stranger(v.code));
+      !s)
     WIREUP_LOG(warn, "rank %u: %s", opt().rank, s.message().c_str());
 }
 
 void Engine::handle_request(prov::CmEvent& ev) {
   // Everything below decides from the private data alone: no QP, no memory, no state is
   // allocated for a request until it is known to come from a planned peer of this job.
-  const EngineOptions& o = opt();
-  GateVerdict v = check_request(
-      GateContext{o.job_key, o.rank, o.nranks, o.lanes, &peers_, life_.started, accepting()}, ev.private_data);
+  GateVerdict v = check_request(gate(), ev.private_data);
   if (v.admit == Admit::rtu_notice) return answer_notice(ev, v);
   if (v.admit == Admit::abandon) return handle_abandon(ev, v);
   Pair* p = v.admit == Admit::connect ? pairs_.find(v.header.src_rank, v.header.lane) : nullptr;
@@ -43,7 +47,7 @@ void Engine::handle_request(prov::CmEvent& ev) {
   release_state(*p);
   p->attempt = v.header.attempt;
   if (p->first_start == cm::kUnset) p->first_start = now();
-  auto c = cm::Connection::from_request(prov_, ev, spec_for(*p), this);
+  auto c = cm::Connection::from_request(prov_, ev, spec_for(*p, v.header.nonce), this);
   p->become(Connecting{std::move(c), false, std::move(last)});
   after_event(*p);  // queues it for a QP; grant_qps() accepts within the QP window
 }

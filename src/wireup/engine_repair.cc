@@ -46,8 +46,9 @@ void Engine::start_notice(Pair& p) {
                opt().rank, pair_name(p.peer, p.lane, n->attempt).c_str());
   ++n->tries;
   ++stats_[Counter::rtu_lost_sent];
-  cm::Spec spec = spec_for(p);
-  (void)spec.private_data.assign(fixed_.wire.rtu_lost(p.peer, p.lane, n->attempt));
+  const uint64_t nonce = fixed_.wire.fresh_nonce();
+  cm::Spec spec = spec_for(p, nonce);
+  (void)spec.private_data.assign(fixed_.wire.rtu_lost(p.peer, p.lane, n->attempt, nonce));
   Probing& pr = p.become(Probing{std::move(n)});
   auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec, this);
   if (!c) return settle_notice(p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
@@ -61,7 +62,7 @@ void Engine::after_notice(Pair& p) {
   // No QP, so no QP window: the notice goes out as soon as its route is known.
   if (c.state() == cm::State::route_resolved) (void)c.notify();
   if (c.state() != cm::State::failed) return;
-  cm::Failure f = c.failure();
+  cm::Failure f = failure_of(c);
   retire(std::move(pr->notice->conn));
   settle_notice(p, f);
 }
@@ -144,7 +145,7 @@ void Engine::tear_down_established(Pair& p) {
 void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
   ++stats_[Counter::rtu_lost_received];
   Pair* p = pairs_.find(v.header.src_rank, v.header.lane);
-  if (p == nullptr) return refuse(ev, GateVerdict{Admit::refuse, v.header, RejectCode::unknown_rank, "no such pair"});
+  if (p == nullptr) return refuse(ev, GateVerdict{Admit::refuse, v.header, true, RejectCode::unknown_rank, "no such pair"});
   auto* e = p->as<Established>();
   const repair::Answer a = repair::answer(
       repair::ActiveView{p->state(), p->attempt, opt().max_attempts, pairs_.open() > 0, e != nullptr && e->qp},
@@ -152,7 +153,7 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
   stats_.reject_sent(a.code);
   WIREUP_LOG(info, "rank %u: RTU-lost notice for %s: %s (%s)", opt().rank,
              pair_name(p->peer, p->lane, p->attempt).c_str(), to_string(a.code), a.why);
-  if (Status st = ev.id->reject(fixed_.wire.reject(a.code, p->peer, p->lane, p->attempt)); !st)
+  if (Status st = ev.id->reject(fixed_.wire.reject(a.code, p->peer, p->lane, p->attempt, v.header.nonce)); !st)
     WIREUP_LOG(warn, "rank %u: %s", opt().rank, st.message().c_str());
   const std::string at = "attempt " + std::to_string(p->attempt);
   using A = repair::Action;

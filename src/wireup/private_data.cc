@@ -38,23 +38,23 @@ const char* to_string(RejectCode c) {
   return "unknown";
 }
 
-std::array<uint8_t, kWireHeaderSize> encode(const WireHeader& h) {
-  std::array<uint8_t, kWireHeaderSize> b{};
+WireBytes encode(const WireHeader& h) {
+  WireBytes b{};
   put(&b[0], kWireMagic, 4);
   b[4] = kWireVersion;
   b[5] = static_cast<uint8_t>(h.kind);
   put(&b[6], static_cast<uint16_t>(h.reason), 2);
-  put(&b[8], h.job_key, 8);
-  put(&b[16], h.src_rank, 4);
-  put(&b[20], h.dst_rank, 4);
-  put(&b[24], h.lane, 2);
-  put(&b[28], h.attempt, 4);
+  put(&b[8], h.src_rank, 4);
+  put(&b[12], h.dst_rank, 4);
+  put(&b[16], h.lane, 2);
+  put(&b[20], h.attempt, 4);
+  put(&b[24], h.nonce, 8);
   return b;
 }
 
 Result<WireHeader> decode(std::span<const uint8_t> bytes) {
   if (bytes.size() < kWireHeaderSize)
-    return bad(std::to_string(bytes.size()) + " bytes, a wireup header needs " + std::to_string(kWireHeaderSize));
+    return bad(std::to_string(bytes.size()) + " bytes, a wireup message needs " + std::to_string(kWireHeaderSize));
   const uint8_t* p = bytes.data();
   if (get(p, 4) != kWireMagic) return bad("bad magic: not a wireup peer");
   if (p[4] != kWireVersion)
@@ -67,12 +67,12 @@ Result<WireHeader> decode(std::span<const uint8_t> bytes) {
     return bad("unknown reject reason " + std::to_string(reason));
   if (h.kind != WireKind::reject && reason != 0) return bad("reject reason set on a non-reject message");
   h.reason = static_cast<RejectCode>(reason);
-  h.job_key = get(p + 8, 8);
-  h.src_rank = static_cast<uint32_t>(get(p + 16, 4));
-  h.dst_rank = static_cast<uint32_t>(get(p + 20, 4));
-  h.lane = static_cast<uint16_t>(get(p + 24, 2));
-  if (get(p + 26, 2) != 0) return bad("reserved field is not zero");
-  h.attempt = static_cast<uint32_t>(get(p + 28, 4));
+  h.src_rank = static_cast<uint32_t>(get(p + 8, 4));
+  h.dst_rank = static_cast<uint32_t>(get(p + 12, 4));
+  h.lane = static_cast<uint16_t>(get(p + 16, 2));
+  if (get(p + 18, 2) != 0) return bad("reserved field is not zero");
+  h.attempt = static_cast<uint32_t>(get(p + 20, 4));
+  h.nonce = get(p + 24, 8);
   return h;
 }
 

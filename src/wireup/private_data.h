@@ -1,21 +1,27 @@
 // The library's own private data: fixed layout, versioned, little-endian, inside the 56-byte
 // REQ budget of RDMA_PS_TCP. The receiver sees the whole CM field (zero padded), so the
-// decoders never take a length from the wire: they read a fixed header from a buffer that
+// decoders never take a length from the wire: they read a fixed message from a buffer that
 // must be at least that long and ignore the rest.
 //
 //   offset size  field
 //   0      4     magic "WRUP"
-//   4      1     version (1)
+//   4      1     version (2)
 //   5      1     kind: 1 request (REQ), 2 accept (REP), 3 reject (REJ), 4 rtu_lost (REQ),
 //                5 abandon (REQ)
 //   6      2     reject reason (kind 3), else 0
-//   8      8     job key: the job's shared 64-bit secret
-//   16     4     source rank (the sender)
-//   20     4     destination rank
-//   24     2     lane
-//   26     2     reserved, 0
-//   28     4     attempt number (1, 2, ...)
-//   32           end
+//   8      4     source rank (the sender)
+//   12     4     destination rank
+//   16     2     lane
+//   18     2     reserved, 0
+//   20     4     attempt number (1, 2, ...)
+//   24     8     nonce: a request's own (unique per request an engine sends); an answer (REP,
+//                REJ) carries the nonce of the request it answers
+//   32     16    tag: MAC (mac.h) of bytes 0..31 under the job's key; all zero on the one
+//                unauthenticated message, the REJ to a request that did not authenticate
+//   48           end
+//
+// So a message proves its sender holds the job key, and an answer proves which request it
+// answers: a REP or REJ recorded from an earlier attempt names another nonce.
 #pragma once
 
 #include <array>
@@ -24,12 +30,14 @@
 #include <string>
 
 #include "common/status.h"
+#include "wireup/mac.h"
 
 namespace wireup {
 
 inline constexpr uint32_t kWireMagic = 0x50555257;  // "WRUP" read as little-endian u32
-inline constexpr uint8_t kWireVersion = 1;
-inline constexpr size_t kWireHeaderSize = 32;
+inline constexpr uint8_t kWireVersion = 2;
+inline constexpr size_t kWireAuthenticated = 32;  // bytes the tag covers
+inline constexpr size_t kWireHeaderSize = kWireAuthenticated + kMacTagSize;  // the whole message
 
 // rtu_lost: a REQ without a QP from the passive side of a pair to the active side's listener,
 // sent when the passive side's REP retries ran out (UNREACHABLE) for `attempt`. It cannot
@@ -50,7 +58,7 @@ enum class RejectCode : uint16_t {
   none = 0,
   bad_magic = 1,        // not ours (or not a wireup peer at all)
   bad_version = 2,
-  wrong_job_key = 3,    // a stranger: another job, or no key
+  wrong_job_key = 3,    // the tag does not verify: another job's key, or altered in flight
   unknown_rank = 4,     // source rank not in our peer table
   wrong_destination = 5,// addressed to another rank (stale address table?)
   bad_lane = 6,         // lane beyond the planned number
@@ -73,17 +81,21 @@ const char* to_string(RejectCode c);
 struct WireHeader {
   WireKind kind = WireKind::request;
   RejectCode reason = RejectCode::none;
-  uint64_t job_key = 0;
   uint32_t src_rank = 0;
   uint32_t dst_rank = 0;
   uint16_t lane = 0;
   uint32_t attempt = 0;
+  uint64_t nonce = 0;
 };
 
-std::array<uint8_t, kWireHeaderSize> encode(const WireHeader& h);
+using WireBytes = std::array<uint8_t, kWireHeaderSize>;
 
-// Decodes a header from `bytes` (the CM's private data, any length). Errors say what was
-// wrong: too short, bad magic, bad version, unknown kind, non-zero reserved field.
+// The message with its tag left zero (Wire seals it).
+WireBytes encode(const WireHeader& h);
+
+// Decodes the fields of a message from `bytes` (the CM's private data, any length) without
+// checking its tag (Wire::open does). Errors say what was wrong: too short, bad magic, bad
+// version, unknown kind, non-zero reserved field.
 Result<WireHeader> decode(std::span<const uint8_t> bytes);
 
 }  // namespace wireup

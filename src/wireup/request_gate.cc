@@ -18,15 +18,17 @@ std::string rank_name(uint32_t r) { return "rank " + std::to_string(r); }
 
 GateVerdict check_request(const GateContext& ctx, std::span<const uint8_t> private_data) {
   GateVerdict v;
-  auto h = decode(private_data);
-  if (!h) {
-    const bool version = private_data.size() > 4 && h.error().detail.rfind("version", 0) == 0;
-    return refuse(v, version ? RejectCode::bad_version : RejectCode::bad_magic, h.error().detail);
+  auto d = decode(private_data);
+  if (!d) {
+    const bool version = private_data.size() > 4 && d.error().detail.rfind("version", 0) == 0;
+    return refuse(v, version ? RejectCode::bad_version : RejectCode::bad_magic, d.error().detail);
   }
+  auto h = ctx.wire->open(private_data);
+  if (!h) return refuse(v, RejectCode::wrong_job_key, h.error().detail);
   v.header = *h;
+  v.authentic = true;
   if (h->kind != WireKind::request && h->kind != WireKind::rtu_lost && h->kind != WireKind::abandon)
     return refuse(v, RejectCode::bad_magic, "not a request");
-  if (h->job_key != ctx.job_key) return refuse(v, RejectCode::wrong_job_key, "job key mismatch");
   if (h->dst_rank != ctx.self) return refuse(v, RejectCode::wrong_destination, "for " + rank_name(h->dst_rank));
   // A peer can be quicker than we are: its request may come between our listen() and our
   // start(), while our peer table is not in. Transient: the sender retries (local_failure).
@@ -56,15 +58,15 @@ GateVerdict check_pair(GateVerdict v, PairState state, uint32_t newest_attempt) 
 }
 
 Status check_reply(const GateContext& ctx, std::span<const uint8_t> private_data, uint32_t peer, uint32_t lane,
-                   uint32_t attempt) {
+                   uint32_t attempt, uint64_t nonce) {
   auto bad = [&](const std::string& why) {
     return Error::make(ErrorCode::protocol_error, "CONNECT_RESPONSE", "refused the REP: " + why)
         .with_peer(rank_name(peer) + " lane " + std::to_string(lane));
   };
-  auto h = decode(private_data);
-  if (!h) return bad("not a wireup peer's (" + h.error().detail + ")");
+  if (auto d = decode(private_data); !d) return bad("not a wireup peer's (" + d.error().detail + ")");
+  auto h = ctx.wire->open_answer(private_data, nonce);
+  if (!h) return bad(h.error().detail);
   if (h->kind != WireKind::accept) return bad("a wireup message that is not an accept");
-  if (h->job_key != ctx.job_key) return bad("another job's key");
   if (h->src_rank != peer) return bad("it comes from " + rank_name(h->src_rank) + ", not " + rank_name(peer));
   if (h->dst_rank != ctx.self) return bad("it is for " + rank_name(h->dst_rank));
   if (h->lane != lane) return bad("it answers lane " + std::to_string(h->lane));

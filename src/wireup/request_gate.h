@@ -10,11 +10,12 @@
 #include "wireup/pair_table.h"
 #include "wireup/peer_table.h"
 #include "wireup/private_data.h"
+#include "wireup/wire.h"
 
 namespace wireup {
 
 struct GateContext {
-  uint64_t job_key = 0;
+  const Wire* wire = nullptr;  // the job's key: every message must authenticate under it
   uint32_t self = 0;
   uint32_t nranks = 0;
   uint32_t lanes = 0;
@@ -32,7 +33,10 @@ enum class Admit : uint8_t {
 
 struct GateVerdict {
   Admit admit = Admit::refuse;
-  WireHeader header;  // valid unless the private data did not decode
+  WireHeader header;  // valid if `authentic`
+  // The request authenticated under the job's key: our answer may name the pair and be
+  // sealed (Wire::reject); otherwise only an unauthenticated refusal goes back.
+  bool authentic = false;
   RejectCode code = RejectCode::none;
   std::string why;
   // A request that is not from a planned peer of this job (counted as a stranger), as
@@ -43,7 +47,7 @@ struct GateVerdict {
   }
 };
 
-// Who is asking: magic, version, kind, job, destination, source rank, lane, role.
+// Who is asking: magic, version, the tag (job key), kind, destination, source rank, lane, role.
 GateVerdict check_request(const GateContext& ctx, std::span<const uint8_t> private_data);
 
 // Whether a planned peer's REQ (admit == connect) may go on, given the pair's state and the
@@ -52,9 +56,10 @@ GateVerdict check_request(const GateContext& ctx, std::span<const uint8_t> priva
 GateVerdict check_pair(GateVerdict v, PairState state, uint32_t newest_attempt);
 
 // The active side's check of a REP before its QP moves on: a wireup accept of this job, from
-// `peer` to us, for `lane` and the `attempt` in flight. Anything else (a listener that is not
-// wireup's, another job, a stale or crossed answer) is an error saying what did not match.
+// `peer` to us, for `lane` and the `attempt` in flight, answering our REQ (its `nonce`).
+// Anything else (a listener that is not wireup's, another job, a forged, stale, replayed or
+// crossed answer) is an error saying what did not match.
 Status check_reply(const GateContext& ctx, std::span<const uint8_t> private_data, uint32_t peer, uint32_t lane,
-                   uint32_t attempt);
+                   uint32_t attempt, uint64_t nonce);
 
 }  // namespace wireup

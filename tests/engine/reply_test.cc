@@ -2,6 +2,8 @@
 // wireup peer (rdma-core's ucmatose server accepts anything) is never reported as a connected
 // peer. Driven by a hand-made passive listener that accepts every request with its own QP and
 // private data of its choosing, on every engine fabric (sim on the host, rxe in the VM).
+#include <functional>
+
 #include "qp/transitions.h"
 #include "tests/engine/engine_harness.h"
 #include "wireup/address.h"
@@ -12,6 +14,22 @@ namespace {
 
 using namespace std::chrono_literals;
 using prov::CmEventType;
+
+// What the foreign listener answers a request's private data with.
+using Reply = std::function<std::vector<uint8_t>(std::span<const uint8_t> request)>;
+
+Reply constant(std::vector<uint8_t> bytes) {
+  return [bytes](std::span<const uint8_t>) { return bytes; };
+}
+// A wireup accept built by `w` for (rank 0, lane 0, attempt) that echoes the request's nonce
+// (plus `nonce_offset`: a REP recorded for another request).
+Reply accept_from(uint64_t key, uint32_t self, uint32_t attempt, uint64_t nonce_offset = 0) {
+  return [=](std::span<const uint8_t> req) {
+    const Wire w = *Wire::create(key, self, 1);
+    const WireBytes b = w.accept(0, 0, attempt, nonce_of(req) + nonce_offset);
+    return std::vector<uint8_t>(b.begin(), b.end());
+  };
+}
 
 // A listener on node 1 that accepts whatever comes with `reply` as its REP's private data.
 struct ForeignListener {
@@ -38,7 +56,7 @@ Result<ForeignListener> listen_foreign(EngineFabric& f) {
 
 // Progresses the engine and answers the foreign side until the engine is done or `bound`.
 Status run(EngineFabric& f, Engine& e, ForeignListener& l, qp::DefaultQpFactory& qps,
-           std::span<const uint8_t> reply, Nanos bound) {
+           const Reply& reply, Nanos bound) {
   prov::Provider& p = f.provider(0);
   const Nanos until = p.clock().now() + bound;
   auto rejected = [&] { return std::find(l.seen.begin(), l.seen.end(), CmEventType::rejected) != l.seen.end(); };
@@ -61,7 +79,8 @@ Status run(EngineFabric& f, Engine& e, ForeignListener& l, qp::DefaultQpFactory&
         WIREUP_TRY(qp::to_rts(**qp, *ev->new_id));
         prov::ConnParam cp;
         cp.qp_num = (*qp)->qpn();
-        cp.private_data.assign(reply.begin(), reply.end());
+        const std::vector<uint8_t> r = reply(ev->private_data);
+        cp.private_data.assign(r.begin(), r.end());
         WIREUP_TRY(ev->new_id->accept(cp));
         l.accepted.push_back(std::move(ev->new_id));
         l.qps.push_back(std::move(qp).value());
@@ -76,7 +95,7 @@ Status run(EngineFabric& f, Engine& e, ForeignListener& l, qp::DefaultQpFactory&
   return Status::ok();
 }
 
-void expect_refused(EngineFabric& f, std::span<const uint8_t> reply, const std::string& why_part) {
+void expect_refused(EngineFabric& f, const Reply& reply, const std::string& why_part) {
   qp::DefaultQpFactory engine_qps(prov::QpCaps{8, 8, 1, 1, 0}, 64);
   qp::DefaultQpFactory foreign_qps(prov::QpCaps{8, 8, 1, 1, 0}, 64);
   auto l = listen_foreign(f);
@@ -119,26 +138,28 @@ void expect_refused(EngineFabric& f, std::span<const uint8_t> reply, const std::
 
 TEST(EngineReplies, ForeignListenerIsNotAConnectedPeer) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 2);
-  const std::vector<uint8_t> hello = {'h', 'e', 'l', 'l', 'o'};  // what a non-wireup server sends
-  expect_refused(f, hello, "not a wireup peer");
+  expect_refused(f, constant({'h', 'e', 'l', 'l', 'o'}), "not a wireup peer");  // a non-wireup server's
 }
 
 TEST(EngineReplies, AnotherJobsReplyIsRefused) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 2);
-  const Wire other(0x1111, 1);
-  expect_refused(f, other.accept(0, 0, 1), "another job's key");
+  expect_refused(f, accept_from(0x1111, 1, 1), "does not verify under this job's key");
 }
 
 TEST(EngineReplies, AStaleOrCrossedReplyIsRefused) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 2);
-  const Wire same(0x5eed5eed12345678ULL, 1);
-  expect_refused(f, same.accept(0, 0, 7), "answers attempt 7, ours is 1");
+  expect_refused(f, accept_from(0x5eed5eed12345678ULL, 1, 7), "answers attempt 7, ours is 1");
+}
+
+TEST(EngineReplies, AReplayedReplyIsRefused) {
+  // Genuine (our job's key, the right pair and attempt) but recorded for another request.
+  WIREUP_REQUIRE_ENGINE_FABRIC(f, 2);
+  expect_refused(f, accept_from(0x5eed5eed12345678ULL, 1, 1, 1), "answers another request");
 }
 
 TEST(EngineReplies, AReplyFromAnotherRankIsRefused) {
   WIREUP_REQUIRE_ENGINE_FABRIC(f, 2);
-  const Wire rank3(0x5eed5eed12345678ULL, 3);
-  expect_refused(f, rank3.accept(0, 0, 1), "comes from rank 3, not rank 1");
+  expect_refused(f, accept_from(0x5eed5eed12345678ULL, 3, 1), "comes from rank 3, not rank 1");
 }
 
 }  // namespace

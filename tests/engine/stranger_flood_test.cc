@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "tests/engine/sim_engine_fabric.h"
 #include "wireup/address.h"
-#include "wireup/private_data.h"
+#include "wireup/wire.h"
 #include "wireup/stranger_log.h"
 
 namespace wireup::etest {
@@ -153,14 +153,14 @@ class Flood {
   // The private data of the next request and its target rank.
   bool craft(Flooder& fl, uint32_t& target, std::vector<uint8_t>& out) {
     WireHeader h;
-    h.job_key = kKey;
+    uint64_t key = kKey;
     h.lane = 0;
     h.attempt = 1;
     target = fl.fixed_target >= 0 ? static_cast<uint32_t>(fl.fixed_target) : (fl.sent + 7 * fl.node) % kTargets;
     h.dst_rank = target;
     h.src_rank = (target + 1) % kTargets;
     switch (fl.kind) {
-      case Kind::wrong_key: h.job_key = 0xbadbadbadULL; break;
+      case Kind::wrong_key: key = 0xbadbadbadULL; break;
       case Kind::bad_version: break;  // byte 4 patched below
       case Kind::unknown_rank: h.src_rank = 1000 + fl.sent % 100; break;
       case Kind::replay: {
@@ -184,7 +184,8 @@ class Flood {
         break;
       }
     }
-    auto b = encode(h);
+    h.nonce = fl.sent;
+    auto b = Wire::create(key, h.src_rank, 1)->seal(h);
     if (fl.kind == Kind::bad_version) b[4] = kWireVersion + 1;
     out.assign(b.begin(), b.end());
     return true;

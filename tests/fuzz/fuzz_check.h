@@ -2,6 +2,11 @@
 // that libFuzzer records the input as a crash (assert() would vanish under NDEBUG).
 #pragma once
 
+#include <cstdint>
+
+// The job key the private-data seeds are sealed with and fuzz_private_data opens them with.
+inline constexpr uint64_t kFuzzJobKey = 0x0123456789abcdefULL;
+
 #include <cstdio>
 #include <cstdlib>
 

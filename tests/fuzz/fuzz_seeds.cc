@@ -16,7 +16,8 @@
 #include "config/params.h"
 #include "provider/types.h"
 #include "wireup/address.h"
-#include "wireup/private_data.h"
+#include "fuzz_check.h"
+#include "wireup/wire.h"
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
@@ -50,33 +51,37 @@ int private_data_seeds(const fs::path& out) {
   using wireup::RejectCode;
   using wireup::WireKind;
   SeedDir d(out / "private_data");
-  wireup::WireHeader h{.kind = WireKind::request, .job_key = 0x0123456789abcdefULL, .src_rank = 3,
-                       .dst_rank = 7, .lane = 1, .attempt = 1};
+  // Sealed with the key fuzz_private_data opens with, so that mutations start from messages
+  // that authenticate.
+  const wireup::Wire w = *wireup::Wire::create(kFuzzJobKey, 3, 1);
+  wireup::WireHeader h{.kind = WireKind::request, .src_rank = 3, .dst_rank = 7, .lane = 1, .attempt = 1,
+                       .nonce = 0x1122334455667788ULL};
   // What the receiver sees: the whole CM field, zero padded (REQ 56, REP 196, REJ 148).
-  d.add("req", bytes_of(wireup::encode(h)));
-  d.add("req_56", bytes_of(wireup::encode(h), wireup::prov::private_data_limit::req_tcp));
+  d.add("req", bytes_of(w.seal(h)));
+  d.add("req_56", bytes_of(w.seal(h), wireup::prov::private_data_limit::req_tcp));
   h.kind = WireKind::accept;
-  d.add("rep_196", bytes_of(wireup::encode(h), wireup::prov::private_data_limit::rep));
+  d.add("rep_196", bytes_of(w.seal(h), wireup::prov::private_data_limit::rep));
   h.kind = WireKind::reject;
   for (uint16_t r = 0; r <= static_cast<uint16_t>(wireup::kLastRejectCode); ++r) {
     h.reason = static_cast<RejectCode>(r);
     d.add("rej_148_" + std::string(wireup::to_string(h.reason)),
-          bytes_of(wireup::encode(h), wireup::prov::private_data_limit::rej));
+          bytes_of(w.seal(h), wireup::prov::private_data_limit::rej));
   }
-  h = {.kind = WireKind::request, .job_key = ~0ULL, .src_rank = ~0U, .dst_rank = ~0U, .lane = 0xffff,
-       .attempt = ~0U};
-  d.add("req_all_ones", bytes_of(wireup::encode(h)));
-  Bytes b = bytes_of(wireup::encode(h));
-  d.add("short_31", Bytes(b.begin(), b.begin() + 31));
+  h = {.kind = WireKind::request, .src_rank = ~0U, .dst_rank = ~0U, .lane = 0xffff, .attempt = ~0U,
+       .nonce = ~0ULL};
+  d.add("req_all_ones", bytes_of(w.seal(h)));
+  Bytes b = bytes_of(w.seal(h));
+  d.add("short_47", Bytes(b.begin(), b.begin() + 47));
+  d.add("unsealed", bytes_of(wireup::encode(h)));
   d.add("empty", Bytes{});
   Bytes bad = b;
   bad[0] ^= 0xff;
   d.add("bad_magic", bad);
-  bad = b, bad[4] = 2;
+  bad = b, bad[4] = 1;
   d.add("bad_version", bad);
-  bad = b, bad[5] = 4;
+  bad = b, bad[5] = 6;
   d.add("bad_kind", bad);
-  bad = b, bad[26] = 1;
+  bad = b, bad[18] = 1;
   d.add("bad_reserved", bad);
   return d.count();
 }

@@ -17,6 +17,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A Wire with a fixed nonce base, so that tests can build exactly what an engine sent.
+Wire make_wire(uint64_t key, uint32_t self, uint64_t nonce_base = 1) {
+  auto w = Wire::create(key, self, nonce_base);
+  EXPECT_TRUE(w) << w.error().message();
+  return *w;
+}
+
 cm::Failure rejected(int reason, std::span<const uint8_t> pd = {}) {
   cm::Failure f;
   f.kind = cm::FailKind::rejected;
@@ -33,18 +40,21 @@ cm::Failure failed(cm::FailKind k) {
 // --- retry policy ------------------------------------------------------------------------------
 
 TEST(RetryPolicy, WhatIsWorthAnotherAttempt) {
-  const Wire w(7, 1);
+  // As the engine hands failures over (Engine::failure_of): a REJ's private data is there
+  // only if it authenticated as the answer to our request.
+  const Wire w = make_wire(7, 1);
   EXPECT_TRUE(retryable(failed(cm::FailKind::unreachable)));
   EXPECT_TRUE(retryable(failed(cm::FailKind::address_error)));
   EXPECT_TRUE(retryable(failed(cm::FailKind::route_error)));
   EXPECT_TRUE(retryable(failed(cm::FailKind::connect_error)));
   EXPECT_TRUE(retryable(rejected(prov::reject_reason::no_listener)));
   EXPECT_TRUE(retryable(rejected(prov::reject_reason::stale_conn))) << "the peer restarted: try a fresh QP";
-  EXPECT_TRUE(retryable(rejected(prov::reject_reason::consumer))) << "a REJ that is not ours";
-  EXPECT_TRUE(retryable(rejected(28, w.reject(RejectCode::local_failure, 0, 0, 1))));
-  EXPECT_TRUE(retryable(rejected(28, w.reject(RejectCode::stale_attempt, 0, 0, 1))));
-  EXPECT_FALSE(retryable(rejected(28, w.refuse_stranger(RejectCode::wrong_job_key))));
-  EXPECT_FALSE(retryable(rejected(28, w.refuse_stranger(RejectCode::wrong_role))));
+  EXPECT_TRUE(retryable(rejected(prov::reject_reason::consumer)))
+      << "a REJ that is not ours, or whose reason did not authenticate";
+  EXPECT_TRUE(retryable(rejected(28, w.reject(RejectCode::local_failure, 0, 0, 1, 5))));
+  EXPECT_TRUE(retryable(rejected(28, w.reject(RejectCode::stale_attempt, 0, 0, 1, 5))));
+  EXPECT_FALSE(retryable(rejected(28, w.reject(RejectCode::wrong_role, 0, 0, 1, 5))));
+  EXPECT_FALSE(retryable(rejected(28, w.reject(RejectCode::unknown_rank, 0, 0, 1, 5))));
   EXPECT_FALSE(retryable(rejected(prov::reject_reason::vendor_option)));
   EXPECT_FALSE(retryable(failed(cm::FailKind::ece_rejected)));
   EXPECT_FALSE(retryable(failed(cm::FailKind::local_error)));
@@ -141,11 +151,12 @@ TEST(RequestGate, StrangerTable) {
   peers.assign({{0, prov::SockAddr::ipv4(0x0a000001, 1)},
                 {2, prov::SockAddr::ipv4(0x0a000002, 1)},
                 {3, prov::SockAddr::ipv4(0x0a000003, 1)}});
-  const GateContext ctx{0x1234, 1, 4, 2, &peers, true, true};
+  const Wire ours = make_wire(0x1234, 1);
+  const Wire theirs = make_wire(0x1234, 0);
+  const GateContext ctx{&ours, 1, 4, 2, &peers, true, true};
   auto base = [] {
     WireHeader h;
     h.kind = WireKind::request;
-    h.job_key = 0x1234;
     h.src_rank = 0;
     h.dst_rank = 1;
     h.lane = 1;
@@ -154,8 +165,6 @@ TEST(RequestGate, StrangerTable) {
   };
   const std::vector<GateRow> rows = {
       {"a planned peer's request", [](WireHeader&) {}, RejectCode::none, Admit::connect},
-      {"another job", [](WireHeader& h) { h.job_key = 0x9999; }, RejectCode::wrong_job_key, Admit::refuse},
-      {"no key", [](WireHeader& h) { h.job_key = 0; }, RejectCode::wrong_job_key, Admit::refuse},
       {"for another rank", [](WireHeader& h) { h.dst_rank = 2; }, RejectCode::wrong_destination, Admit::refuse},
       {"a rank beyond the job", [](WireHeader& h) { h.src_rank = 40; }, RejectCode::unknown_rank, Admit::refuse},
       {"ourselves", [](WireHeader& h) { h.src_rank = 1; }, RejectCode::unknown_rank, Admit::refuse},
@@ -176,8 +185,9 @@ TEST(RequestGate, StrangerTable) {
   for (const GateRow& r : rows) {
     WireHeader h = base();
     r.edit(h);
-    const GateVerdict v = check_request(ctx, encode(h));
+    const GateVerdict v = check_request(ctx, theirs.seal(h));
     EXPECT_EQ(v.admit, r.admit) << r.what;
+    EXPECT_TRUE(v.authentic) << r.what;
     EXPECT_EQ(v.code, r.want) << r.what << ": " << v.why;
     if (r.want != RejectCode::none) {
       EXPECT_FALSE(v.why.empty()) << r.what;
@@ -187,19 +197,27 @@ TEST(RequestGate, StrangerTable) {
   const std::vector<uint8_t> junk(56, 0xab);
   EXPECT_EQ(check_request(ctx, junk).code, RejectCode::bad_magic);
   EXPECT_EQ(check_request(ctx, {}).code, RejectCode::bad_magic);
-  auto b = encode(base());
+  auto b = theirs.seal(base());
   b[4] = 9;  // version
   EXPECT_EQ(check_request(ctx, b).code, RejectCode::bad_version);
+  // Another job's key, no tag at all: refused before anything else is looked at.
+  const Wire other = make_wire(0x9999, 0);
+  for (const auto& bytes : {other.seal(base()), encode(base())}) {
+    const GateVerdict v = check_request(ctx, bytes);
+    EXPECT_EQ(v.code, RejectCode::wrong_job_key) << v.why;
+    EXPECT_FALSE(v.authentic);
+    EXPECT_TRUE(v.stranger());
+  }
   // A peer quicker than we are: it asks before our start(). Transient, not a stranger.
   GateContext early = ctx;
   early.started = early.accepting = false;
-  const GateVerdict soon = check_request(early, encode(base()));
+  const GateVerdict soon = check_request(early, theirs.seal(base()));
   EXPECT_EQ(soon.code, RejectCode::local_failure) << soon.why;
   EXPECT_FALSE(soon.stranger());
   // Known peers asking while we no longer wire up.
   GateContext closed = ctx;
   closed.accepting = false;
-  const GateVerdict late = check_request(closed, encode(base()));
+  const GateVerdict late = check_request(closed, theirs.seal(base()));
   EXPECT_EQ(late.code, RejectCode::shutting_down);
   EXPECT_FALSE(late.stranger()) << "a planned peer that came late is not a stranger";
   EXPECT_TRUE(check_request(ctx, junk).stranger());
@@ -248,10 +266,10 @@ TEST(Repair, ActiveSideAnswers) {
 }
 
 TEST(Repair, PassiveSideReadsTheAnswer) {
-  const Wire w(7, 0);
+  const Wire w = make_wire(7, 0);
   using repair::Outcome;
   using C = PeerError::Cause;
-  auto rej = [&](RejectCode c) { return rejected(28, w.reject(c, 1, 0, 2)); };
+  auto rej = [&](RejectCode c) { return rejected(28, w.reject(c, 1, 0, 2, 9)); };
   EXPECT_EQ(repair::settle(rej(RejectCode::repair_accepted), 1, 5).outcome, Outcome::peer_reconnects);
   EXPECT_EQ(repair::settle(rej(RejectCode::repair_pending), 1, 5).outcome, Outcome::peer_retries);
   auto s = repair::settle(rej(RejectCode::repair_refused), 1, 5);
@@ -312,26 +330,86 @@ TEST(StrangerLog, OneLinePerHostAndBoundedMemory) {
 // --- wire builders ---------------------------------------------------------------------------------
 
 TEST(Wire, EveryKindDecodesToWhatWasBuilt) {
-  const Wire w(0xfeed, 4);
-  auto req = decode(w.request(9, 3, 2));
-  ASSERT_TRUE(req);
+  Wire w = make_wire(0xfeed, 4, 100);
+  EXPECT_EQ(w.fresh_nonce(), 100u);
+  EXPECT_EQ(w.fresh_nonce(), 101u) << "never the same nonce twice";
+  auto req = w.open(w.request(9, 3, 2, 77));
+  ASSERT_TRUE(req) << req.error().message();
   EXPECT_EQ(req->kind, WireKind::request);
-  EXPECT_EQ(req->job_key, 0xfeedu);
   EXPECT_EQ(req->src_rank, 4u);
   EXPECT_EQ(req->dst_rank, 9u);
   EXPECT_EQ(req->lane, 3u);
   EXPECT_EQ(req->attempt, 2u);
-  EXPECT_EQ(decode(w.accept(9, 3, 2))->kind, WireKind::accept);
-  EXPECT_EQ(decode(w.rtu_lost(9, 3, 2))->kind, WireKind::rtu_lost);
-  EXPECT_EQ(decode(w.abandon(9, 3, 2))->kind, WireKind::abandon);
-  auto rej = decode(w.reject(RejectCode::repair_pending, 9, 3, 2));
+  EXPECT_EQ(req->nonce, 77u);
+  EXPECT_EQ(w.open(w.accept(9, 3, 2, 77))->kind, WireKind::accept);
+  EXPECT_EQ(w.open(w.rtu_lost(9, 3, 2, 77))->kind, WireKind::rtu_lost);
+  EXPECT_EQ(w.open(w.abandon(9, 3, 2, 77))->kind, WireKind::abandon);
+  auto rej = w.open(w.reject(RejectCode::repair_pending, 9, 3, 2, 77));
   EXPECT_EQ(rej->reason, RejectCode::repair_pending);
-  EXPECT_EQ(rej->job_key, 0u) << "no REJ carries the job key";
   auto st = decode(w.refuse_stranger(RejectCode::wrong_job_key));
   EXPECT_EQ(st->reason, RejectCode::wrong_job_key);
-  EXPECT_EQ(st->job_key, 0u);
   EXPECT_EQ(st->dst_rank, 0u) << "a stranger learns only our rank and the reason";
   EXPECT_EQ(st->src_rank, 4u);
+  EXPECT_EQ(st->nonce, 0u);
+  EXPECT_FALSE(w.open(w.refuse_stranger(RejectCode::wrong_job_key))) << "unauthenticated by design";
+  static_assert(kWireHeaderSize <= prov::private_data_limit::req_tcp, "inside the 56-byte REQ budget");
+}
+
+TEST(Wire, TheJobKeyNeverTravels) {
+  const uint64_t key = 0x0123456789abcdefULL;
+  const Wire w = make_wire(key, 4);
+  for (const WireBytes& b : {w.request(1, 0, 1, 5), w.accept(1, 0, 1, 5), w.reject(RejectCode::duplicate, 1, 0, 1, 5),
+                             w.rtu_lost(1, 0, 1, 5), w.abandon(1, 0, 1, 5)}) {
+    for (size_t at = 0; at + 8 <= b.size(); ++at) {
+      uint64_t v = 0;
+      for (int i = 0; i < 8; ++i) v |= uint64_t(b[at + i]) << (8 * i);
+      EXPECT_NE(v, key) << "the key in clear at offset " << at;
+    }
+  }
+}
+
+// Each byte of a sealed REQ and REP flipped in turn (each bit of it, in fact): refused.
+TEST(Wire, EveryFlippedByteIsRefused) {
+  const Wire a = make_wire(0x77, 0);
+  const Wire b = make_wire(0x77, 1);
+  const WireBytes req = a.request(1, 0, 3, 0x1122334455667788ULL);
+  const WireBytes rep = b.accept(0, 0, 3, 0x1122334455667788ULL);
+  ASSERT_TRUE(b.open(req));
+  ASSERT_TRUE(a.open_answer(rep, 0x1122334455667788ULL));
+  int refused = 0;
+  for (size_t i = 0; i < kWireHeaderSize; ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      WireBytes r = req, p = rep;
+      r[i] ^= uint8_t(1u << bit);
+      p[i] ^= uint8_t(1u << bit);
+      EXPECT_FALSE(b.open(r)) << "REQ byte " << i << " bit " << bit;
+      EXPECT_FALSE(a.open_answer(p, 0x1122334455667788ULL)) << "REP byte " << i << " bit " << bit;
+      refused += 2;
+    }
+  }
+  EXPECT_EQ(refused, 2 * 8 * 48);
+  // A REP that is genuine but answers another request (an earlier attempt's, replayed).
+  EXPECT_FALSE(a.open_answer(b.accept(0, 0, 3, 0x1122334455667789ULL), 0x1122334455667788ULL));
+  // The gate refuses each flipped REQ as well, and never admits one.
+  PeerTable peers;
+  peers.assign({{0, prov::SockAddr::ipv4(0x0a000001, 1)}});
+  const GateContext ctx{&b, 1, 2, 1, &peers, true, true};
+  ASSERT_EQ(check_request(ctx, req).admit, Admit::connect);
+  for (size_t i = 0; i < kWireHeaderSize; ++i) {
+    WireBytes r = req;
+    r[i] ^= 0x01;
+    const GateVerdict v = check_request(ctx, r);
+    EXPECT_EQ(v.admit, Admit::refuse) << "byte " << i;
+    EXPECT_FALSE(v.authentic) << "byte " << i;
+  }
+  // And the REP check, each flipped REP.
+  const GateContext actx{&a, 0, 2, 1, &peers, true, true};
+  ASSERT_TRUE(check_reply(actx, rep, 1, 0, 3, 0x1122334455667788ULL));
+  for (size_t i = 0; i < kWireHeaderSize; ++i) {
+    WireBytes p = rep;
+    p[i] ^= 0x80;
+    EXPECT_FALSE(check_reply(actx, p, 1, 0, 3, 0x1122334455667788ULL)) << "byte " << i;
+  }
 }
 
 // --- phase spans and counters ----------------------------------------------------------------------
