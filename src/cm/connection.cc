@@ -66,7 +66,7 @@ const Failure& Connection::failure() const {
 
 Connection::Connection(prov::Provider& p, Role r, const Spec& spec, ConnectionObserver* observer)
     : provider_(p), profile_(*spec.profile), observer_(observer),
-      given_{spec.tag, spec.peer, spec.lane, r, spec.private_data, spec.reject_data},
+      given_{spec.tag, spec.peer, spec.lane, r, spec.private_data},
       state_(r == Role::active ? State::resolving_addr : State::requested) {
   t_.start = now();
 }
@@ -196,12 +196,17 @@ Status Connection::accept(const qp::QpFactory& factory) {
   }();
   if (!s) {
     // Tell the peer now rather than letting it time out, with a reason it retries on.
-    if (!refused) (void)id_->reject(given_.reject_data.bytes());
+    if (!refused) send_reject();
     fail(refused ? FailKind::ece_rejected : FailKind::local_error, s.error());
     return s;
   }
   state_ = State::accepting;
   return s;
+}
+
+void Connection::send_reject() {
+  const PrivateData pd = observer_ != nullptr ? observer_->reject_data(*this) : PrivateData{};
+  (void)id_->reject(pd.bytes());
 }
 
 void Connection::on_response(const prov::CmEvent& ev) {
@@ -211,7 +216,7 @@ void Connection::on_response(const prov::CmEvent& ev) {
     if (Status ok = observer_->check_reply(*this, ev.private_data); !ok) {
       // Nothing of the peer's answer reaches the QP: it stays at INIT and is destroyed with
       // this connection (a transport's QP goes back through its release hook).
-      (void)id_->reject(given_.reject_data.bytes());
+      send_reject();
       Error e = ok.error();
       if (e.qpn == 0) e.qpn = ev.qp_num;
       return fail(FailKind::bad_reply, std::move(e));
@@ -232,7 +237,7 @@ void Connection::on_response(const prov::CmEvent& ev) {
     return id_->establish();
   }();
   if (!s) {
-    if (!refused) (void)id_->reject(given_.reject_data.bytes());
+    if (!refused) send_reject();
     fail(refused ? FailKind::ece_rejected : FailKind::local_error, s.error());
     return;
   }
@@ -262,7 +267,7 @@ void Connection::on_event(const prov::CmEvent& ev) {
       if (ans_.qpless) {
         // Someone accepted a request that has no QP behind it: refuse the REP so that its
         // side does not wait for an RTU, and report what happened.
-        (void)id_->reject(given_.reject_data.bytes());
+        send_reject();
         return fail(FailKind::local_error,
                     Error::make(ErrorCode::protocol_error, "CONNECT_RESPONSE",
                                 "the peer accepted a request without a QP (qpn " + std::to_string(ev.qp_num) + ")"));

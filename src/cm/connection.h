@@ -117,9 +117,6 @@ struct Spec {
   const Profile* profile = nullptr;  // required
   prov::SockAddr remote;             // active: the peer's listen address (used by start())
   PrivateData private_data;          // REQ (active) or REP (passive)
-  // What a REJ carries when this side cannot make or move its QP, so that the peer reads
-  // a reason (a transient one) rather than an empty REJ.
-  PrivateData reject_data;
 };
 
 class Connection;
@@ -132,6 +129,10 @@ class ConnectionObserver {
   // (its private data) the answer this connection waits for? An error refuses it: the
   // connection sends a REJ (its reject data) and fails with FailKind::bad_reply and that error.
   virtual Status check_reply(const Connection& c, std::span<const uint8_t> private_data) = 0;
+  // What a REJ of this connection carries when this side cannot make or move its QP or
+  // refused a REP, so that the peer reads a reason (a transient one) rather than an empty
+  // REJ. Asked only when such a REJ goes out (rare): nothing is built or kept per connection.
+  virtual PrivateData reject_data(const Connection& c) = 0;
 
  protected:
   ~ConnectionObserver() = default;
@@ -198,6 +199,8 @@ class Connection final : public prov::CmEventSink {
   Connection(prov::Provider& p, Role r, const Spec& spec, ConnectionObserver* observer);
   void fail(FailKind kind, Error e, int status = 0);
   void fail_event(FailKind kind, const prov::CmEvent& ev);
+  // A REJ with the observer's reject_data (empty without an observer).
+  void send_reject();
   Status make_qp(const qp::QpFactory& factory);
   void on_response(const prov::CmEvent& ev);
   Nanos now() const { return provider_.clock().now(); }
@@ -212,7 +215,6 @@ class Connection final : public prov::CmEventSink {
     uint32_t lane;
     Role role;
     PrivateData private_data;
-    PrivateData reject_data;
   };
   Given given_;
   State state_;

@@ -199,6 +199,16 @@ Status Engine::check_reply(const cm::Connection& c, std::span<const uint8_t> pri
   return wireup::check_reply(gate(), private_data, p->peer, p->lane, p->attempt, nonce_of(c.sent()));
 }
 
+cm::PrivateData Engine::reject_data(const cm::Connection& c) {
+  // Not a stranger's reject: it carries the pair, so the peer's PeerError names the reason,
+  // sealed as the answer to (or about) the request this connection carries.
+  cm::PrivateData pd;
+  const Pair* p = pairs_.at(c.tag());
+  if (p != nullptr)
+    (void)pd.assign(fixed_.wire.reject(RejectCode::local_failure, p->peer, p->lane, p->attempt, nonce_of(c.sent())));
+  return pd;
+}
+
 GateContext Engine::gate() const {
   const EngineOptions& o = opt();
   return GateContext{&fixed_.wire, o.rank, o.nranks, o.lanes, &peers_, life_.started, accepting()};

@@ -136,6 +136,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   void on_cm_event(prov::CmEvent& ev) override;
   void on_connection_changed(cm::Connection& c) override;
   Status check_reply(const cm::Connection& c, std::span<const uint8_t> private_data) override;
+  cm::PrivateData reject_data(const cm::Connection& c) override;
   // One retirement path for every connection the engine lets go of.
   void retire(std::unique_ptr<cm::Connection> c);
   void maybe_end_setup();

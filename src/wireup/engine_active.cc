@@ -17,8 +17,6 @@ cm::Spec Engine::spec_for(const Pair& p, uint64_t nonce) const {
   static_assert(kWireHeaderSize <= cm::PrivateData::kCapacity);
   (void)spec.private_data.assign(p.role == cm::Role::active ? w.request(p.peer, p.lane, p.attempt, nonce)
                                                             : w.accept(p.peer, p.lane, p.attempt, nonce));
-  // Not a stranger's reject: it carries the pair, so the peer's PeerError names the reason.
-  (void)spec.reject_data.assign(w.reject(RejectCode::local_failure, p.peer, p.lane, p.attempt, nonce));
   return spec;
 }
 
