@@ -142,8 +142,10 @@ bool is_reserved_env(std::string_view name) {
   //   WIREUP_CONFIG        the tuning file to read (loader.cc)
   //   WIREUP_LOG           the log level before any config exists (common/log.cc)
   //   WIREUP_IN_VM, WIREUP_VM_*  the soft-RoCE VM harness (scripts/vm/README.md)
-  return name == "WIREUP_CONFIG" || name == "WIREUP_LOG" || name == "WIREUP_IN_VM" ||
-         name.starts_with("WIREUP_VM_");
+  //   WIREUP_JOBS          build/test parallelism of the project's scripts (scripts/*.sh)
+  //   WIREUP_SYSFS_ROOT    a captured sysfs tree instead of /sys (src/host, wireup_info --sysfs)
+  return name == "WIREUP_CONFIG" || name == "WIREUP_LOG" || name == "WIREUP_IN_VM" || name == "WIREUP_JOBS" ||
+         name == "WIREUP_SYSFS_ROOT" || name.starts_with("WIREUP_VM_");
 }
 
 }  // namespace wireup::config

@@ -122,6 +122,8 @@ TEST(ConfigLoad, EnvironmentErrorsNameTheVariable) {
            {"WIREUP_LOG", "debug"},   // read by common/log.cc, not a parameter
            {"WIREUP_IN_VM", "1"},     // set by scripts/vm in the guest
            {"WIREUP_VM_ADDR", "10.0.0.1"},
+           {"WIREUP_JOBS", "2"},      // the scripts' parallelism
+           {"WIREUP_SYSFS_ROOT", "/tmp/sysfs"},  // src/host's test-only sysfs root
            {"PATH", "/usr/bin"}};     // not ours
   std::vector<std::string> errs = check(o);
   ASSERT_EQ(errs.size(), 3u);
