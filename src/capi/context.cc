@@ -1,12 +1,13 @@
-// wireup_context_*: configuration, provider, device choice, listen address.
+// wireup_context_*: configuration, provider, device choice, listen address; and the same
+// context over a provider a test gives (context_over.h).
 #include <cstring>
 
 #include "capi/context_over.h"
 #include "capi/handles.h"
-#include "provider/rdma/rdma.h"
 #include "common/log.h"
 #include "host/choice.h"
 #include "host/netdev.h"
+#include "provider/rdma/rdma.h"
 
 using namespace wireup;
 using capi::fail;
@@ -95,7 +96,7 @@ Status build(const wireup_context_params_t& p, wireup_context& ctx) {
 
 Status build_over(const wireup_context_params_t& p, capi::ProviderSeat seat, wireup_context& ctx) {
   if (seat.qps == nullptr)
-    return Error::make(ErrorCode::invalid_argument, "wireup_context_create_over", "no QP adapter");
+    return Error::make(ErrorCode::invalid_argument, "capi::context_create_over", "no QP adapter");
   if (p.listen_ip == nullptr)
     return Error::make(ErrorCode::invalid_argument, "listen_ip",
                        "is NULL: a context over a given provider listens on the address it is given");
@@ -118,7 +119,7 @@ std::nullptr_t null_context(const char* fn) {
 namespace wireup::capi {
 
 wireup_status_t context_create_over(const wireup_context_params_t* params, ProviderSeat seat, wireup_context_t** out) {
-  const char* fn = "wireup_context_create_over";
+  const char* fn = "capi::context_create_over";
   return guarded(fn, nullptr, [&] {
     if (out == nullptr) return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
     wireup_context_params_t defaults;
