@@ -48,6 +48,7 @@ struct Transport {
   std::vector<std::string> problems;
   std::vector<Event> events;
   unsigned created = 0, released = 0;
+  bool init_first = false;  // misuse: hand the QP over in INIT instead of fresh (RESET)
 
   void destroy(prov::Qp* q, const std::string& why) {
     if (live.erase(q) == 0) problems.push_back("QP destroyed twice (" + why + ")");
@@ -88,6 +89,14 @@ int create_qp(void* arg, const wireup_qp_request_t* req, ibv_qp** out) {
   auto q = t->pd->create_qp(a);
   if (!q) return ENOMEM;
   prov::Qp* raw = q->get();
+  if (t->init_first) {
+    prov::QpAttr init;
+    init.qp_state = prov::QpState::init;
+    init.port_num = 1;
+    init.qp_access_flags = prov::access::local_write;
+    namespace m = prov::qp_mask;
+    if (!raw->modify(init, m::state | m::pkey_index | m::port | m::access_flags)) return EIO;
+  }
   t->live.emplace(raw, std::move(q).value());
   ++t->created;
   *out = as_ibv_qp(raw);
@@ -312,6 +321,31 @@ TEST(CapiSim, ALaneLostAfterWireupEndedIsReported) {
   Status s = job.run(400s);
   ASSERT_TRUE(s) << s.message();
   expect_lane_lost_and_reported(job);
+}
+
+// A factory that hands over a QP it already moved to INIT: named, and the QP handed back.
+TEST(CapiSim, AQpNotFreshFromTheFactoryIsNamedAndHandedBack) {
+  SimJob job(2, 2, prov::sim::SimConfig{}, {"engine.max_attempts=2", "engine.wireup_timeout_ms=5000"});
+  job.t(0).init_first = job.t(1).init_first = true;
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  Status s = job.run(300s);
+  ASSERT_TRUE(s) << s.message();
+  wireup_peer_error_t e{};
+  e.message = "";
+  wireup_t* active = nullptr;
+  for (uint32_t r = 0; r < 2; ++r) {
+    wireup_peer_error_t x;
+    if (find_error(job.w(r), 1 - r, 0, &x) != nullptr && x.active) active = job.w(r), e = x;
+  }
+  ASSERT_NE(active, nullptr) << "no error on the active side";
+  EXPECT_NE(std::string(e.message).find("the QP is in state INIT, not RESET"), std::string::npos) << e.message;
+  std::printf("active side: %s\n", e.message);
+  EXPECT_EQ(wireup_result_count(job.w(0)) + wireup_result_count(job.w(1)), 0u);
+  job.teardown();
+  for (uint32_t r = 0; r < 2; ++r) {
+    expect_clean(job.t(r), r == 0 ? "rank 0" : "rank 1");
+    EXPECT_EQ(job.t(r).released, job.t(r).created) << "every QP wireup did not use goes back to the transport";
+  }
 }
 
 TEST(CapiSim, AContextOverAProviderNeedsItsListenAddress) {
