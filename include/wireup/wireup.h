@@ -339,7 +339,8 @@ typedef enum wireup_event_type {
                                       -ECONNRESET, name "RTU_LOST": the peer never got this
                                       handed-over connection's RTU and has no connection
                                       behind it; wireup does not reconnect it: stop using the
-                                      lane, move its QP to ERR, destroy it when done */
+                                      lane, move its QP to ERR, destroy it when done (the
+                                      CM's own DISCONNECTED, TIMEWAIT_EXIT follow) */
   WIREUP_EVENT_DEVICE_REMOVAL = 2, /* the device under the connection is going away */
   WIREUP_EVENT_ADDR_CHANGE = 3,    /* the local address moved (bonding failover, ...) */
   WIREUP_EVENT_TIMEWAIT_EXIT = 4,  /* the QP left timewait: its QPN may be reused */
