@@ -39,8 +39,8 @@ cm               qp ece provider common
 wireup           cm qp ece config provider common
 api
 host             topo config provider common
-capi             wireup host provider/rdma config common api
-testsupport      wireup provider/sim common
+capi             wireup host provider provider/rdma config common api
+testsupport      wireup capi provider/sim common
 '
 
 declare -A USES=()

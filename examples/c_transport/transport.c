@@ -32,6 +32,7 @@ struct transport {
   struct ibv_cq* cq;
   unsigned released;     /* QPs of failed attempts handed back by wireup */
   unsigned disconnects;  /* steady-state events seen */
+  unsigned lanes_lost;   /* results whose peer never got the RTU ("RTU_LOST"): not reconnected */
 };
 
 /* Address as exchanged: fixed size so that MPI_Allgather can carry it. */
@@ -61,13 +62,16 @@ static int create_qp(void* arg, const wireup_qp_request_t* req, struct ibv_qp** 
 static void release_qp(void* arg, const wireup_qp_request_t* req, struct ibv_qp* qp) {
   struct transport* t = arg;
   (void)req;
-  ibv_destroy_qp(qp); /* an attempt that did not connect: ours to destroy */
+  ibv_destroy_qp(qp); /* never handed over as a result (wireup.h): ours to destroy, now */
   t->released++;
 }
 
 static void on_event(void* arg, const wireup_event_t* ev) {
   struct transport* t = arg;
   t->disconnects += ev->type == WIREUP_EVENT_DISCONNECTED;
+  /* The lane's QP stays ours (it is still in the results, never released): we stop using it
+   * and destroy it at teardown like every other. */
+  t->lanes_lost += strcmp(ev->name, "RTU_LOST") == 0;
 }
 
 static double now_ms(void) {
@@ -261,9 +265,10 @@ int main(int argc, char** argv) {
   int qpn_bad = cross_check_qpns(w, rank, nranks, lanes);
   int msg_bad = exchange_messages(&t, w, rank);
   int bad = qpn_bad + msg_bad + (int)nerr + (nres != (size_t)conns);
-  printf("rank %d: device %s, %zu/%d connections, %zu errors, QPNs %s, messages %s, wireup %.1f ms, %u released\n",
+  printf("rank %d: device %s, %zu/%d connections, %zu errors, QPNs %s, messages %s, wireup %.1f ms, %u released, "
+         "%u lost\n",
          rank, wireup_context_device_name(ctx), nres, conns, nerr, qpn_bad ? "MISMATCH" : "ok",
-         msg_bad ? "FAILED" : "ok", wireup_ms, t.released);
+         msg_bad ? "FAILED" : "ok", wireup_ms, t.released, t.lanes_lost);
   fflush(stdout);
 
   int totals[2] = {(int)nres, bad}, sums[2] = {0, 0};
@@ -280,7 +285,9 @@ int main(int argc, char** argv) {
     fflush(stdout);
   }
 
-  /* Teardown: wireup first (it disconnects and never touches our QPs), then our verbs objects. */
+  /* Teardown: wireup first (it disconnects and never touches our QPs), then our verbs objects:
+   * each result's QP once -- wireup never releases a QP it handed over as a result, and never
+   * hands over one it released, so nothing here is destroyed twice. */
   struct ibv_qp** qps = calloc(nres + 1, sizeof *qps);
   for (size_t i = 0; i < nres; ++i) {
     wireup_result_t r;

@@ -17,6 +17,14 @@
  * library drives it INIT -> RTR -> RTS through the CM and never destroys it. QPs of attempts
  * that did not connect are handed back through the optional release callback.
  *
+ * Results handed over stay handed over. A connection is handed over when the
+ * wireup_progress() call that made it returns: from then on it is in the result table for
+ * good, its QP is never released, and wireup never tears it down or reconnects it behind the
+ * transport's back. If the peer later turns out never to have got the connection's last CM
+ * message (every RTU lost: the peer has no connection behind this QP), wireup does not repair
+ * the lane; it reports it lost (WIREUP_EVENT_DISCONNECTED named "RTU_LOST" here, a
+ * wireup_peer_error_t of kind "rtu_lost" on the peer), and the QP stays the transport's.
+ *
  * Conventions of every function below:
  *  - Return wireup_status_t (WIREUP_OK = 0) unless stated; output parameters are written only
  *    on success.
@@ -182,10 +190,12 @@ typedef struct wireup_qp_request {
 typedef int (*wireup_qp_create_fn)(void* arg, const wireup_qp_request_t* req, struct ibv_qp** qp_out);
 
 /*
- * Optional: called when the library stops using a QP the factory made that did NOT end up
- * connected (an attempt that failed, was superseded or was cut short by the timeout or by
- * wireup_destroy). The transport may destroy it then. Connected QPs (the results) are never
- * released: the transport keeps them.
+ * Optional: called when the library stops using a QP the factory made that was never handed
+ * over as a result (an attempt that failed, was superseded or was cut short by the timeout or
+ * by wireup_destroy; or a connection an RTU repair took back inside the same
+ * wireup_progress() call that made it). The transport may destroy it then, and it never
+ * appears in the results. A QP handed over as a result is never released: the transport
+ * destroys it, once, when it is done with it.
  */
 typedef void (*wireup_qp_release_fn)(void* arg, const wireup_qp_request_t* req, struct ibv_qp* qp);
 
@@ -291,7 +301,8 @@ typedef struct wireup_result {
   uint64_t attempt_ns;        /* start of the successful attempt -> established */
 } wireup_result_t;
 
-/* Number of established connections so far (grows during progress); 0 if w is NULL. */
+/* Number of connections handed over so far (grows during progress, never shrinks: a result
+ * keeps its index and its QP for good); 0 if w is NULL. */
 size_t wireup_result_count(const wireup_t* w);
 
 /* Copies result `i` (0 <= i < count) into *out. Its strings stay valid until wireup_destroy.
@@ -326,7 +337,10 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
 typedef enum wireup_event_type {
   WIREUP_EVENT_DISCONNECTED = 1,   /* the peer disconnected (or its node went away); status
                                       -ECONNRESET, name "RTU_LOST": the peer never got this
-                                      connection's RTU and has no connection behind it */
+                                      handed-over connection's RTU and has no connection
+                                      behind it; wireup does not reconnect it: stop using the
+                                      lane, move its QP to ERR, destroy it when done (the
+                                      CM's own DISCONNECTED, TIMEWAIT_EXIT follow) */
   WIREUP_EVENT_DEVICE_REMOVAL = 2, /* the device under the connection is going away */
   WIREUP_EVENT_ADDR_CHANGE = 3,    /* the local address moved (bonding failover, ...) */
   WIREUP_EVENT_TIMEWAIT_EXIT = 4,  /* the QP left timewait: its QPN may be reused */

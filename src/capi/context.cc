@@ -1,10 +1,13 @@
-// wireup_context_*: configuration, provider, device choice, listen address.
+// wireup_context_*: configuration, provider, device choice, listen address; and the same
+// context over a provider a test gives (context_over.h).
 #include <cstring>
 
+#include "capi/context_over.h"
 #include "capi/handles.h"
 #include "common/log.h"
 #include "host/choice.h"
 #include "host/netdev.h"
+#include "provider/rdma/rdma.h"
 
 using namespace wireup;
 using capi::fail;
@@ -30,10 +33,8 @@ Result<std::vector<config::Override>> parse_overrides(const wireup_context_param
   return out;
 }
 
-Status build(const wireup_context_params_t& p, wireup_context& ctx) {
-  if (p.provider != nullptr && std::strcmp(p.provider, "rdma") != 0)
-    return Error::make(ErrorCode::invalid_argument, "provider",
-                       "unknown provider \"" + std::string(p.provider) + "\" (the C API offers: rdma)");
+// The configuration and the local rank: the same whatever the provider.
+Result<host::LocalRank> load_config(const wireup_context_params_t& p, wireup_context& ctx) {
   auto overrides = parse_overrides(p);
   if (!overrides) return overrides.error();
 
@@ -50,24 +51,38 @@ Status build(const wireup_context_params_t& p, wireup_context& ctx) {
     log::set_level(ctx.config.settings().log.level);
 
   const config::Settings& s = ctx.config.settings();
-  Result<host::LocalRank> lr =
-      host::resolve_local_rank(p.local_rank, "wireup_context_params.local_rank", s.device.local_rank,
-                               host::process_getenv());
+  return host::resolve_local_rank(p.local_rank, "wireup_context_params.local_rank", s.device.local_rank,
+                                  host::process_getenv());
+}
+
+Status set_listen_ip(const char* ip, wireup_context& ctx) {
+  auto a = prov::SockAddr::parse(ip);
+  if (!a) return Error::make(ErrorCode::invalid_argument, "listen_ip", a.error().message());
+  ctx.listen_ip = ip;
+  ctx.listen_source = std::string("listen_ip ") + ip + " (given)";
+  return Status::ok();
+}
+
+Status build(const wireup_context_params_t& p, wireup_context& ctx) {
+  if (p.provider != nullptr && std::strcmp(p.provider, "rdma") != 0)
+    return Error::make(ErrorCode::invalid_argument, "provider",
+                       "unknown provider \"" + std::string(p.provider) + "\" (the C API offers: rdma)");
+  Result<host::LocalRank> lr = load_config(p, ctx);
   if (!lr) return lr.error();
+  const config::Settings& s = ctx.config.settings();
 
   auto prov = prov::rdma::RdmaProvider::create();
   if (!prov) return prov.error();
-  ctx.provider = std::move(prov).value();
+  ctx.qps = capi::rdma_qp_adapter(**prov);
+  ctx.owned_provider = std::move(prov).value();
+  ctx.provider = ctx.owned_provider.get();
   auto choice = host::choose_device(*ctx.provider, s, *lr);
   if (!choice) return choice.error();
-  ctx.device = static_cast<prov::rdma::RdmaDevice*>(choice->device);  // the rdma provider's own
+  ctx.device = choice->device;
   WIREUP_LOG(info, "device %s; local rank %d (%s)", choice->why.c_str(), lr->value, lr->source.c_str());
 
   if (p.listen_ip != nullptr) {
-    auto a = prov::SockAddr::parse(p.listen_ip);
-    if (!a) return Error::make(ErrorCode::invalid_argument, "listen_ip", a.error().message());
-    ctx.listen_ip = p.listen_ip;
-    ctx.listen_source = std::string("listen_ip ") + p.listen_ip + " (given)";
+    if (Status st = set_listen_ip(p.listen_ip, ctx); !st) return st;
   } else {
     auto l = host::device_listen_address(host::sysfs_root(), ctx.device->info().name, s.device.port,
                                          host::live_addresses());
@@ -79,6 +94,20 @@ Status build(const wireup_context_params_t& p, wireup_context& ctx) {
   return Status::ok();
 }
 
+Status build_over(const wireup_context_params_t& p, capi::ProviderSeat seat, wireup_context& ctx) {
+  if (seat.qps == nullptr)
+    return Error::make(ErrorCode::invalid_argument, "capi::context_create_over", "no QP adapter");
+  if (p.listen_ip == nullptr)
+    return Error::make(ErrorCode::invalid_argument, "listen_ip",
+                       "is NULL: a context over a given provider listens on the address it is given");
+  Result<host::LocalRank> lr = load_config(p, ctx);
+  if (!lr) return lr.error();
+  ctx.provider = &seat.provider;
+  ctx.device = &seat.device;
+  ctx.qps = std::move(seat.qps);
+  return set_listen_ip(p.listen_ip, ctx);
+}
+
 // Accessors answer NULL for a NULL context, and say why to wireup_last_error(NULL).
 std::nullptr_t null_context(const char* fn) {
   fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "the context is NULL");
@@ -86,6 +115,24 @@ std::nullptr_t null_context(const char* fn) {
 }
 
 }  // namespace
+
+namespace wireup::capi {
+
+wireup_status_t context_create_over(const wireup_context_params_t* params, ProviderSeat seat, wireup_context_t** out) {
+  const char* fn = "capi::context_create_over";
+  return guarded(fn, nullptr, [&] {
+    if (out == nullptr) return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+    wireup_context_params_t defaults;
+    wireup_context_params_init(&defaults);
+    auto ctx = std::make_unique<wireup_context>();
+    if (Status s = build_over(params != nullptr ? *params : defaults, std::move(seat), *ctx); !s)
+      return fail(nullptr, fn, s.error());
+    *out = ctx.release();
+    return WIREUP_OK;
+  });
+}
+
+}  // namespace wireup::capi
 
 extern "C" {
 
@@ -113,7 +160,7 @@ const char* wireup_context_device_name(const wireup_context_t* ctx) {
 }
 
 struct ibv_context* wireup_context_ibv_context(const wireup_context_t* ctx) {
-  return ctx != nullptr ? ctx->device->ctx() : null_context("wireup_context_ibv_context");
+  return ctx != nullptr ? ctx->qps->context_of(*ctx->device) : null_context("wireup_context_ibv_context");
 }
 
 const char* wireup_context_listen_address(const wireup_context_t* ctx) {

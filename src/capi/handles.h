@@ -14,17 +14,22 @@
 #include <vector>
 
 #include "capi/event_fd.h"
+#include "capi/handed_over.h"
+#include "capi/qp_adapter.h"
 #include "common/status.h"
 #include "config/config.h"
-#include "provider/rdma/foreign_qp.h"
 #include "wireup/engine.h"
 #include "wireup/wireup.h"
 
 struct wireup_context {
   wireup::config::Config config;
   std::string config_dump;
-  std::unique_ptr<wireup::prov::rdma::RdmaProvider> provider;
-  wireup::prov::rdma::RdmaDevice* device = nullptr;  // owned by the provider
+  // The rdma provider of wireup_context_create; null when a test gave the context its own
+  // provider (capi/context_over.h), which then outlives the context.
+  std::unique_ptr<wireup::prov::Provider> owned_provider;
+  wireup::prov::Provider* provider = nullptr;
+  wireup::prov::Device* device = nullptr;  // owned by the provider
+  std::unique_ptr<wireup::capi::QpAdapter> qps;  // what ibv_context / ibv_qp are on it
   std::string listen_ip;
   std::string listen_source;  // how listen_ip was found (wireup_context_listen_source)
   mutable std::map<std::string, std::string, std::less<>> config_values;  // handed-out texts
@@ -45,7 +50,7 @@ struct wireup_handle {
   // release callback above while it goes, and the channel fds leave the epoll set by closing.
   wireup::capi::EventFd poller;
   std::unique_ptr<wireup::Engine> engine;
-  size_t kept = 0;  // results whose QPs were marked as kept (ForeignQp::keep)
+  wireup::capi::HandedOver handed;  // the results the transport was given, kept for good
   // Strings handed out by result_get / error_get stay valid until destroy: node-based storage.
   mutable std::set<std::string> device_names;
   mutable std::deque<std::string> error_messages;
@@ -88,8 +93,8 @@ wireup_status_t guarded(const char* fn, std::string* slot, F&& body) noexcept {
 // The QP factory the engine calls, turning the transport's C callback into wrapped QPs.
 qp::QpFactory make_factory(wireup_t* w);
 
-// Marks the QPs of results that appeared since the last call as kept by the transport.
-void keep_new_results(wireup_t* w);
+// Hands the results that appeared since the last call over to the transport (handed_over.h).
+void hand_over_new_results(wireup_t* w);
 
 // Re-arms the poller after the engine's fds or timers may have changed.
 void refresh_poller(wireup_t* w);

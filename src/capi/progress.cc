@@ -40,7 +40,7 @@ wireup_status_t wireup_progress(wireup_t* w, int* work_done) {
   return guarded(fn, &w->last_error, [&] {
     if (!w->started) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_start() has not been called");
     Result<int> work = w->engine->progress();
-    capi::keep_new_results(w);  // before anything else can drop a connected QP's wrapper
+    capi::hand_over_new_results(w);  // before anything else can take a connected QP back
     capi::refresh_poller(w);
     if (!work) return fail(&w->last_error, fn, work.error());
     if (work_done != nullptr) *work_done = *work;
@@ -75,7 +75,7 @@ int wireup_done(const wireup_t* w) {
 void wireup_destroy(wireup_t* w) {
   if (w == nullptr) return;
   guarded("wireup_destroy", &w->last_error, [&] {
-    capi::keep_new_results(w);
+    capi::hand_over_new_results(w);  // what connected in the last call too: close() releases only the rest
     w->engine->on_steady_event(nullptr);  // the transport may be tearing its callback state down
     if (Status s = w->engine->close(kDestroyDrain); !s)
       WIREUP_LOG(warn, "wireup_destroy: %s", s.message().c_str());

@@ -1,8 +1,9 @@
-// The transport's C factory as the engine's QpFactory: its ibv_qp, wrapped without taking
-// ownership, with the release callback armed until the QP ends up connected.
+// The transport's C factory as the engine's QpFactory: its QP, seen through the context's
+// adapter without taking ownership, with the release callback armed until it is kept.
 #include <cstring>
 
 #include "capi/handles.h"
+#include "capi/transport_qp.h"
 
 namespace wireup::capi {
 namespace {
@@ -15,8 +16,8 @@ std::string who(const qp::QpRequest& r) {
 
 qp::QpFactory make_factory(wireup_t* w) {
   return [w](const qp::QpRequest& r) -> Result<std::unique_ptr<prov::Qp>> {
-    auto* ctx = static_cast<ibv_context*>(r.device.native());
-    const wireup_qp_request_t req{r.peer, r.lane, r.active ? 1 : 0, ctx};
+    QpAdapter& adapter = *w->ctx->qps;
+    const wireup_qp_request_t req{r.peer, r.lane, r.active ? 1 : 0, adapter.context_of(r.device)};
     ibv_qp* qp = nullptr;
     if (int rc = w->create_qp(w->arg, &req, &qp); rc != 0)
       return Error::from_errno("QP factory", rc > 0 ? rc : EINVAL,
@@ -26,29 +27,18 @@ qp::QpFactory make_factory(wireup_t* w) {
     if (qp == nullptr)
       return Error::make(ErrorCode::invalid_argument, "QP factory", "the transport's factory returned 0 but no QP")
           .with_peer(who(r));
-    prov::rdma::ForeignQp::Release release;
+    TransportQp::Release release;
     if (w->release_qp != nullptr)
-      release = [w, req](ibv_qp* q) { w->release_qp(w->arg, &req, q); };
-    if (qp->context != ctx) {
-      if (release) release(qp);  // we will not use it: it is the transport's to destroy
-      return Error::make(ErrorCode::invalid_argument, "QP factory",
-                         "the QP was created on another ibv_context than the request's (" + r.device.info().name + ")")
-          .with_peer(who(r))
-          .with_qpn(qp->qp_num);
+      release = [w, req, qp] { w->release_qp(w->arg, &req, qp); };
+    auto v = adapter.view(qp, r.device);
+    if (!v) {
+      if (release) release();  // we will not use it: it is the transport's to destroy
+      return Error(v.error()).with_peer(who(r));
     }
-    auto wrapped = prov::rdma::wrap_foreign_qp(*w->ctx->provider, qp, release);
-    if (!wrapped) {
-      if (release) release(qp);
-      return Error(wrapped.error()).with_peer(who(r));
-    }
-    return std::unique_ptr<prov::Qp>(std::move(wrapped).value());
+    return std::unique_ptr<prov::Qp>(std::make_unique<TransportQp>(std::move(v).value(), qp, std::move(release)));
   };
 }
 
-void keep_new_results(wireup_t* w) {
-  const auto& res = w->engine->results();
-  for (; w->kept < res.size(); ++w->kept)
-    if (auto* q = dynamic_cast<prov::rdma::ForeignQp*>(res[w->kept].qp)) q->keep();
-}
+void hand_over_new_results(wireup_t* w) { w->handed.take_new(w->engine->results()); }
 
 }  // namespace wireup::capi

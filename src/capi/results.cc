@@ -71,7 +71,7 @@ extern "C" {
 
 size_t wireup_result_count(const wireup_t* w) {
   if (w == nullptr) return null_handle("wireup_result_count"), 0;
-  return w->engine->results().size();
+  return w->handed.size();
 }
 
 wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* out) {
@@ -79,15 +79,17 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
   if (w == nullptr) return null_handle(fn);
   return guarded(fn, &w->last_error, [&] {
     if (out == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-    const auto& all = w->engine->results();
-    if (i >= all.size()) return bad_index(w, fn, i, all.size());
-    const ConnResult& r = all[i];
+    if (i >= w->handed.size()) return bad_index(w, fn, i, w->handed.size());
+    const capi::HandedOver::Entry& h = w->handed[i];
+    const ConnResult& r = w->engine->results().at(h.result);
+    if (Status s = capi::HandedOver::still_same(r, h); !s)
+      return fail(&w->last_error, WIREUP_ERR_INTERNAL, fn, s.message());
     wireup_result_t x;
     std::memset(&x, 0, sizeof x);
     x.peer = r.peer;
     x.lane = r.lane;
     x.active = r.role == cm::Role::active ? 1 : 0;
-    x.qp = r.qp != nullptr ? static_cast<ibv_qp*>(r.qp->native()) : nullptr;
+    x.qp = h.qp;
     x.local_qpn = r.local_qpn;
     x.remote_qpn = r.remote_qpn;
     x.attempts = r.attempts;

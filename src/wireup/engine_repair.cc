@@ -135,9 +135,10 @@ int Engine::start_due_notices() {
 // --- the active side: the answer ------------------------------------------------------------
 
 void Engine::tear_down_established(Pair& p) {
+  // Only a lane not handed over (repair::ActiveView::can_take_back): nothing of the
+  // transport's is on its QP, and dropping it hands it back (a wrapper's release hook). The
+  // id's CM sends a DREQ to the peer's idle id, which the peer's CM answers.
   records_.withdraw(p.as<Established>()->result);
-  // The QP was never handed over: nothing of the transport's is on it. The id's CM sends a
-  // DREQ to the peer's idle id, which the peer's CM answers.
   p.become(Waiting{});
   pairs_.reopened();
 }
@@ -148,7 +149,8 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
   if (p == nullptr) return refuse(ev, GateVerdict{Admit::refuse, v.header, true, RejectCode::unknown_rank, "no such pair"});
   auto* e = p->as<Established>();
   const repair::Answer a = repair::answer(
-      repair::ActiveView{p->state(), p->attempt, opt().max_attempts, pairs_.open() > 0, e != nullptr && e->qp},
+      repair::ActiveView{p->state(), p->attempt, opt().max_attempts, pairs_.open() > 0,
+                         e != nullptr && e->qp && !e->qp->kept()},
       v.header.attempt);
   stats_.reject_sent(a.code);
   WIREUP_LOG(info, "rank %u: RTU-lost notice for %s: %s (%s)", opt().rank,

@@ -15,7 +15,7 @@ Answer answer(const ActiveView& v, uint32_t notice_attempt) {
   if (v.state != PairState::established || v.attempt != notice_attempt)
     return {RejectCode::repair_pending, Action::none, "not established with that attempt: a newer attempt follows"};
   // Established with the attempt whose RTU the peer never got: no connection is behind our QP.
-  if (v.wiring_up && v.holds_qp)
+  if (v.wiring_up && v.can_take_back)
     return left ? Answer{RejectCode::repair_accepted, Action::tear_down_and_retry, "torn down, reconnecting"}
                 : Answer{RejectCode::repair_refused, Action::tear_down_and_give_up, "no attempts left"};
   return {RejectCode::repair_refused, Action::report_handed_over, "handed over: reported to the transport"};

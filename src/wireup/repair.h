@@ -16,9 +16,13 @@
 //                    lane down and reconnects with a newer attempt (one of its max_attempts,
 //                    so repairs cannot loop); the passive side waits for that attempt;
 //   repair_pending   not established with that attempt: a newer one is coming anyway;
-//   repair_refused   it cannot reconnect (wireup ended, the transport took the QP, or no
-//                    attempts left) and reported the loss on its side (a SteadyEvent, or a
-//                    PeerError); the passive side reports the pair failed too.
+//   repair_refused   it cannot reconnect (wireup ended, the lane was handed over -- the
+//                    transport took the QP or it is kept, prov::Qp::keep --, or no attempts
+//                    left) and reported the loss on its side (a SteadyEvent, or a PeerError);
+//                    the passive side reports the pair failed too.
+// A lane the transport may be using is never torn down: a kept QP (the C API keeps every
+// result it hands over) may carry the transport's work already, and its owner holds it as
+// connected. The lane is reported lost instead, and the QP stays the transport's.
 // A notice that cannot be delivered is retried like a connect (max_attempts tries with
 // backoff); REJ 8 after all of them means the active rank's listener is gone (its wireup
 // ended and its rtu_linger ran out), and the passive side says so in its PeerError.
@@ -38,14 +42,16 @@ struct ActiveView {
   uint32_t attempt = 0;       // attempts made on the pair
   uint32_t max_attempts = 0;
   bool wiring_up = false;     // some planned pair of this rank is still open
-  bool holds_qp = false;      // established and the transport has not taken the QP
+  // Established, and the lane not handed over: the engine still has the QP (take_qp was not
+  // called) and it is not kept (prov::Qp::kept). Only such a lane may be torn down.
+  bool can_take_back = false;
 };
 
 enum class Action : uint8_t {
   none,                 // just answer
   abandon_and_retry,    // drop the attempt still in flight, schedule the next one
   abandon_and_give_up,  // drop it, no attempts left: the pair fails
-  tear_down_and_retry,  // established, not handed over: tear down, reconnect
+  tear_down_and_retry,  // established, not handed over (can_take_back): tear down, reconnect
   tear_down_and_give_up,
   report_handed_over,   // the transport has the lane: tell it (SteadyEvent rtu_lost)
 };

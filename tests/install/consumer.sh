@@ -41,6 +41,16 @@ n=$(grep -cE "$sim_re" "$out/nm.txt" || true)
 echo "  nm -C lib/libwireup.a | grep -cE '$sim_re' = $n ($(wc -l <"$out/nm.txt") symbols;" \
      "$(grep -cE "$sim_re" "$out/nm-sim.txt") in libwireup_provider_sim.a)"
 ((n == 0)) || { grep -E "$sim_re" "$out/nm.txt" | head; fail "simulator symbols in libwireup.a"; }
+# Nor the rest of the test support (src/testsupport: the sim drive, the C API on the sim).
+support_re='wireup::capi_seam::|wireup::sim_drive'
+support_lib=$(find "$build/src" -name 'libwireup_sim.a' | head -1)
+[[ -n $support_lib ]] || fail "no libwireup_sim.a under $build/src"
+nm -C "$support_lib" >"$out/nm-support.txt"
+grep -qE "$support_re" "$out/nm-support.txt" || fail "the test-support pattern matches nothing in $support_lib"
+n=$(grep -cE "$support_re" "$out/nm.txt" || true)
+echo "  nm -C lib/libwireup.a | grep -cE '$support_re' = $n ($(grep -cE "$support_re" "$out/nm-support.txt")" \
+     "in libwireup_sim.a)"
+((n == 0)) || { grep -E "$support_re" "$out/nm.txt" | head; fail "test-support symbols in libwireup.a"; }
 
 # Out of the tree: a copy of the example alone, so that nothing of the source tree is in reach.
 cp -R "$src/examples/c_transport" "$out/example"

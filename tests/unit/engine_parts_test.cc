@@ -244,8 +244,8 @@ TEST(RequestGate, PairStateTable) {
 
 TEST(Repair, ActiveSideAnswers) {
   using repair::Action;
-  auto ans = [](PairState s, uint32_t attempt, bool wiring, bool qp, uint32_t notice_attempt) {
-    return repair::answer(repair::ActiveView{s, attempt, 4, wiring, qp}, notice_attempt);
+  auto ans = [](PairState s, uint32_t attempt, bool wiring, bool can_take_back, uint32_t notice_attempt) {
+    return repair::answer(repair::ActiveView{s, attempt, 4, wiring, can_take_back}, notice_attempt);
   };
   EXPECT_EQ(ans(PairState::failed, 2, true, false, 2).code, RejectCode::repair_refused);
   auto a = ans(PairState::connecting, 2, true, false, 2);
@@ -262,7 +262,9 @@ TEST(Repair, ActiveSideAnswers) {
   EXPECT_EQ(a.code, RejectCode::repair_refused);
   EXPECT_EQ(a.action, Action::report_handed_over) << "wireup over: the lane is the transport's";
   EXPECT_EQ(ans(PairState::established, 2, true, false, 2).action, Action::report_handed_over)
-      << "the transport took the QP";
+      << "the transport took the QP, or it is kept (handed over through the C API)";
+  EXPECT_EQ(ans(PairState::established, 4, true, false, 4).action, Action::report_handed_over)
+      << "handed over and no attempts left: still reported, never torn down";
 }
 
 TEST(Repair, PassiveSideReadsTheAnswer) {

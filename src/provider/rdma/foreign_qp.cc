@@ -1,4 +1,4 @@
-// The non-owning QP wrapper: RdmaQp without ibv_destroy_qp, plus the checks on what it wraps.
+// The non-owning QP wrapper (RdmaQp without ibv_destroy_qp): the checks on what it wraps.
 #include "provider/rdma/foreign_qp.h"
 
 #include <cstring>
@@ -23,11 +23,7 @@ const char* type_name(ibv_qp_type t) {
 
 }  // namespace
 
-ForeignQp::~ForeignQp() {
-  if (release_) release_(static_cast<ibv_qp*>(native()));
-}
-
-Result<std::unique_ptr<ForeignQp>> wrap_foreign_qp(RdmaProvider& p, ibv_qp* qp, ForeignQp::Release release) {
+Result<std::unique_ptr<ForeignQp>> wrap_foreign_qp(RdmaProvider& p, ibv_qp* qp) {
   if (qp == nullptr) return Error::make(ErrorCode::invalid_argument, "wrap_foreign_qp", "the QP is NULL");
   auto bad = [&](std::string why) {
     return Error::make(ErrorCode::invalid_argument, "wrap_foreign_qp", std::move(why)).with_qpn(qp->qp_num);
@@ -41,7 +37,7 @@ Result<std::unique_ptr<ForeignQp>> wrap_foreign_qp(RdmaProvider& p, ibv_qp* qp, 
   if (qp->state != IBV_QPS_RESET)
     return bad(std::string("the QP is in state ") + to_string(from_ibv_state(qp->state)) +
                "; hand it over fresh from ibv_create_qp (RESET)");
-  return std::make_unique<ForeignQp>(*dev, qp, std::move(release));
+  return std::make_unique<ForeignQp>(*dev, qp);
 }
 
 }  // namespace wireup::prov::rdma

@@ -1,0 +1,47 @@
+#include "capi/handed_over.h"
+
+#include <cstdio>
+
+#include "common/log.h"
+
+namespace wireup::capi {
+namespace {
+
+std::string identity(const HandedOver::Entry& e) {
+  char qpn[16];
+  std::snprintf(qpn, sizeof qpn, "0x%x", e.qpn);
+  return "rank " + std::to_string(e.peer) + " lane " + std::to_string(e.lane) + " qpn " + qpn;
+}
+
+}  // namespace
+
+size_t HandedOver::take_new(const std::vector<ConnResult>& results) {
+  size_t n = 0;
+  for (; scanned_ < results.size(); ++scanned_) {
+    const ConnResult& r = results[scanned_];
+    // Withdrawn (or its QP taken): not a connection any more, never the transport's.
+    if (r.withdrawn || r.qp == nullptr) continue;
+    Entry e{static_cast<uint32_t>(scanned_), r.peer, r.lane, r.qp->qpn(), static_cast<ibv_qp*>(r.qp->native())};
+    // The engine connects a lane once; a second live result for a lane the transport holds
+    // would be a second QP for it. Handed over all the same (it is connected and the
+    // transport's), but said loudly.
+    if (!lanes_.insert({r.peer, r.lane}).second)
+      WIREUP_LOG(error, "wireup C API: %s is a second connection of a lane already handed over", identity(e).c_str());
+    r.qp->keep();
+    entries_.push_back(e);
+    ++n;
+  }
+  return n;
+}
+
+Status HandedOver::still_same(const ConnResult& r, const Entry& e) {
+  if (!r.withdrawn && r.qp != nullptr && r.peer == e.peer && r.lane == e.lane && r.qp->qpn() == e.qpn &&
+      r.qp->native() == static_cast<void*>(e.qp) && r.qp->kept())
+    return Status::ok();
+  return Error::make(ErrorCode::invalid_state, "C API hand-over",
+                     "internal: the result handed over as " + identity(e) +
+                         " is no longer that connection in the engine (" +
+                         (r.withdrawn ? "withdrawn" : r.qp == nullptr ? "its QP taken" : "another QP") + ")");
+}
+
+}  // namespace wireup::capi

@@ -1,0 +1,41 @@
+// What the C API's `struct ibv_context*` and `struct ibv_qp*` are on a provider: the device a
+// factory request names, and a view of the QP the transport's factory returned that the
+// engine can drive (never its owner). The rdma provider's is the real one (libwireup.a); tests
+// give the C API another provider with its own adapter (src/testsupport/capi_seam.h).
+#pragma once
+
+#include <memory>
+
+#include "common/status.h"
+#include "provider/provider.h"
+
+struct ibv_context;
+struct ibv_qp;
+
+namespace wireup::prov::rdma {
+class RdmaProvider;
+}
+
+namespace wireup::capi {
+
+// The transport's QP as the engine may use it. `qp` is what the calls go to; `holder` keeps
+// alive whatever the adapter had to make for that (rdma: the non-owning RdmaQp), or is null.
+struct QpView {
+  prov::Qp* qp = nullptr;
+  std::unique_ptr<prov::Qp> holder;
+};
+
+class QpAdapter {
+ public:
+  virtual ~QpAdapter() = default;
+  // What wireup_qp_request_t.context (and wireup_context_ibv_context) says for `dev`.
+  virtual ibv_context* context_of(prov::Device& dev) const = 0;
+  // Checks that the factory's `qp` is usable for a connection on `dev` (an RC QP in RESET on
+  // that device) and gives the engine's view of it; the error names what is wrong.
+  virtual Result<QpView> view(ibv_qp* qp, prov::Device& dev) = 0;
+};
+
+// libibverbs' own objects: ibv_context of an RdmaDevice, an ibv_qp wrapped as ForeignQp.
+std::unique_ptr<QpAdapter> rdma_qp_adapter(prov::rdma::RdmaProvider& p);
+
+}  // namespace wireup::capi

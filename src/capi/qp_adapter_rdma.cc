@@ -1,0 +1,35 @@
+// The rdma provider's adapter: the ibv_context and ibv_qp a transport uses are the library's.
+#include "capi/qp_adapter.h"
+#include "provider/rdma/foreign_qp.h"
+
+namespace wireup::capi {
+namespace {
+
+class RdmaQpAdapter final : public QpAdapter {
+ public:
+  explicit RdmaQpAdapter(prov::rdma::RdmaProvider& p) : prov_(p) {}
+
+  ibv_context* context_of(prov::Device& dev) const override { return static_cast<ibv_context*>(dev.native()); }
+
+  Result<QpView> view(ibv_qp* qp, prov::Device& dev) override {
+    if (qp->context != context_of(dev))
+      return Error::make(ErrorCode::invalid_argument, "QP factory",
+                         "the QP was created on another ibv_context than the request's (" + dev.info().name + ")")
+          .with_qpn(qp->qp_num);
+    auto w = prov::rdma::wrap_foreign_qp(prov_, qp);
+    if (!w) return w.error();
+    QpView v;
+    v.qp = w->get();
+    v.holder = std::move(w).value();
+    return v;
+  }
+
+ private:
+  prov::rdma::RdmaProvider& prov_;
+};
+
+}  // namespace
+
+std::unique_ptr<QpAdapter> rdma_qp_adapter(prov::rdma::RdmaProvider& p) { return std::make_unique<RdmaQpAdapter>(p); }
+
+}  // namespace wireup::capi

@@ -1,0 +1,73 @@
+#include "testsupport/capi_seam.h"
+
+#include "capi/handles.h"
+
+namespace wireup::capi_seam {
+namespace {
+
+class SeamQpAdapter final : public capi::QpAdapter {
+ public:
+  ibv_context* context_of(prov::Device& dev) const override { return reinterpret_cast<ibv_context*>(&dev); }
+
+  Result<capi::QpView> view(ibv_qp* qp, prov::Device& dev) override {
+    prov::Qp* q = seam_qp(qp);
+    if (&q->device() != &dev)
+      return Error::make(ErrorCode::invalid_argument, "QP factory",
+                         "the QP was created on another device than the request's (" + dev.info().name + ")")
+          .with_qpn(q->qpn());
+    if (q->state() != prov::QpState::reset)
+      return Error::make(ErrorCode::invalid_argument, "QP factory",
+                         std::string("the QP is in state ") + prov::to_string(q->state()) + ", not RESET")
+          .with_qpn(q->qpn());
+    return capi::QpView{q, nullptr};
+  }
+};
+
+bool finished(const wireup_t* w, bool until_setup_closed) {
+  return wireup_done(w) == 1 && !(until_setup_closed && w->engine->setup_channel_open());
+}
+
+}  // namespace
+
+std::unique_ptr<capi::QpAdapter> seam_qp_adapter() { return std::make_unique<SeamQpAdapter>(); }
+
+wireup_status_t context_create(prov::Provider& p, prov::Device& dev, const wireup_context_params_t* params,
+                               wireup_context_t** out) {
+  return capi::context_create_over(params, capi::ProviderSeat{p, dev, seam_qp_adapter()}, out);
+}
+
+Status drive(prov::sim::SimFabric& fab, const std::vector<wireup_t*>& handles, const DriveOptions& o) {
+  const Nanos until = fab.now() + o.bound;
+  int idle_rounds = 0;  // rounds without work nor a clock advance: a driver bug, not a hang
+  for (;;) {
+    int work = 0;
+    for (wireup_t* w : handles) {
+      int k = 0;
+      if (wireup_progress(w, &k) != WIREUP_OK)
+        return Error::make(ErrorCode::system_error, "capi_seam::drive", wireup_last_error(w));
+      work += k;
+    }
+    if (o.after_round) o.after_round();
+    bool all = true;
+    for (const wireup_t* w : handles) all = all && finished(w, o.until_setup_closed);
+    if (all) return Status::ok();
+    if (work > 0) {
+      idle_rounds = 0;
+      continue;
+    }
+    Nanos next_timer = Nanos::max();
+    for (const wireup_t* w : handles) next_timer = std::min(next_timer, w->engine->next_wakeup());
+    const Nanos next_event = fab.next_time();
+    const Nanos next = std::min(next_timer, next_event);
+    if (next == Nanos::max())
+      return Error::make(ErrorCode::invalid_state, "capi_seam::drive", "handles not done and nothing scheduled");
+    if (next > until)
+      return Error::make(ErrorCode::timed_out, "capi_seam::drive", "handles not done within the bound");
+    if (next <= fab.now() && ++idle_rounds > 1000)
+      return Error::make(ErrorCode::invalid_state, "capi_seam::drive", "work due now but progress does none");
+    if (next_event <= next_timer) fab.step();
+    else fab.run_until(next_timer);
+  }
+}
+
+}  // namespace wireup::capi_seam

@@ -1,0 +1,364 @@
+// The C API on the simulated fabric (src/testsupport/capi_seam.h): the same handles, factory,
+// hand-over, results and events as libwireup.a, with a transport that owns its QPs and checks
+// what the library does with them, as examples/c_transport relies on:
+//  - the release callback never comes for a QP the transport was handed as a result;
+//  - each QP the factory made is destroyed exactly once (released, or destroyed by the
+//    transport at its teardown), never twice, never left over;
+//  - a result handed over stays handed over: never withdrawn, never a second one per lane;
+//  - a lane lost after hand-over (every RTU lost) is reported: an event on the active side,
+//    an error on the passive side -- never a silent teardown and reconnect under the
+//    transport's feet.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <map>
+#include <span>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "testsupport/capi_seam.h"
+#include "wireup/address.h"
+#include "wireup/wireup.h"
+
+namespace wireup {
+namespace {
+
+using namespace std::chrono_literals;
+using capi_seam::as_ibv_qp;
+using capi_seam::seam_device;
+using capi_seam::seam_qp;
+
+struct Event {
+  uint32_t peer, lane;
+  wireup_event_type_t type;
+  int status;
+  std::string name;
+};
+
+// One rank's transport: its PD and CQ on the node's device, the QPs it made (and owns).
+struct Transport {
+  prov::Device* dev = nullptr;
+  std::unique_ptr<prov::Pd> pd;
+  std::unique_ptr<prov::Cq> cq;
+  std::map<prov::Qp*, std::unique_ptr<prov::Qp>> live;  // made and not destroyed yet
+  std::set<prov::Qp*> given;                            // handed over as results
+  std::set<std::pair<uint32_t, uint32_t>> lanes;        // (peer, lane) of those results
+  std::vector<std::string> problems;
+  std::vector<Event> events;
+  unsigned created = 0, released = 0;
+  bool init_first = false;  // misuse: hand the QP over in INIT instead of fresh (RESET)
+
+  void destroy(prov::Qp* q, const std::string& why) {
+    if (live.erase(q) == 0) problems.push_back("QP destroyed twice (" + why + ")");
+  }
+  // Every result read earlier must read the same now: a result handed over stays.
+  void reread_results(wireup_t* w) {
+    for (size_t i = 0; i < wireup_result_count(w); ++i) {
+      wireup_result_t r;
+      if (wireup_result_get(w, i, &r) != WIREUP_OK)
+        problems.push_back("result " + std::to_string(i) + " read again: " + wireup_last_error(w));
+      else if (given.count(seam_qp(r.qp)) == 0)
+        problems.push_back("result " + std::to_string(i) + " read again: another QP");
+    }
+  }
+  // Reads the results it has not seen yet, as a transport using lanes as they come up.
+  void read_results(wireup_t* w) {
+    for (size_t i = given.size(); i < wireup_result_count(w); ++i) {
+      wireup_result_t r;
+      if (wireup_result_get(w, i, &r) != WIREUP_OK) {
+        problems.push_back(std::string("wireup_result_get: ") + wireup_last_error(w));
+        continue;
+      }
+      const std::string who = "rank " + std::to_string(r.peer) + " lane " + std::to_string(r.lane);
+      if (r.qp == nullptr) problems.push_back("result " + std::to_string(i) + " (" + who + ") has no QP");
+      if (!lanes.insert({r.peer, r.lane}).second) problems.push_back("a second result for " + who);
+      if (!given.insert(seam_qp(r.qp)).second) problems.push_back("the same QP handed over twice: " + who);
+      if (r.qp != nullptr && seam_qp(r.qp)->qpn() != r.local_qpn) problems.push_back(who + ": local_qpn mismatch");
+    }
+  }
+};
+
+int create_qp(void* arg, const wireup_qp_request_t* req, ibv_qp** out) {
+  auto* t = static_cast<Transport*>(arg);
+  if (seam_device(req->context) != t->dev) return ENODEV;
+  prov::QpInitAttr a;
+  a.send_cq = a.recv_cq = t->cq.get();
+  a.caps = prov::QpCaps{8, 8, 1, 1, 0};
+  auto q = t->pd->create_qp(a);
+  if (!q) return ENOMEM;
+  prov::Qp* raw = q->get();
+  if (t->init_first) {
+    prov::QpAttr init;
+    init.qp_state = prov::QpState::init;
+    init.port_num = 1;
+    init.qp_access_flags = prov::access::local_write;
+    namespace m = prov::qp_mask;
+    if (!raw->modify(init, m::state | m::pkey_index | m::port | m::access_flags)) return EIO;
+  }
+  t->live.emplace(raw, std::move(q).value());
+  ++t->created;
+  *out = as_ibv_qp(raw);
+  return 0;
+}
+
+void release_qp(void* arg, const wireup_qp_request_t* req, ibv_qp* qp) {
+  auto* t = static_cast<Transport*>(arg);
+  ++t->released;
+  const std::string who = "rank " + std::to_string(req->peer) + " lane " + std::to_string(req->lane);
+  if (t->given.count(seam_qp(qp)) != 0) t->problems.push_back("release callback for " + who + "'s result QP");
+  t->destroy(seam_qp(qp), "release callback for " + who);
+}
+
+void on_event(void* arg, const wireup_event_t* ev) {
+  static_cast<Transport*>(arg)->events.push_back(Event{ev->peer, ev->lane, ev->type, ev->status, ev->name});
+}
+
+// Every RTU from node `from` to node `to` before `until` is lost (as tests/engine/rtu_gap_test.cc):
+// a window to 95 s covers the 16 RTUs of a connection made at t ~ 0, so the passive side's REP
+// retries run out (UNREACHABLE) at ~98.3 s.
+prov::sim::SimConfig rtu_flap(uint32_t from, uint32_t to, Nanos until) {
+  prov::sim::SimConfig cfg;
+  cfg.seed = 34;
+  prov::sim::MessageRule r;
+  r.types = prov::sim::msg_bit(prov::sim::CmMsg::rtu);
+  r.src_node = from;
+  r.dst_node = to;
+  r.until = until;
+  r.drop = 1;
+  cfg.faults.rules.push_back(r);
+  return cfg;
+}
+
+// `nodes` nodes; C API ranks on the first `live` of them (the rest: no process, nobody listens).
+class SimJob {
+ public:
+  SimJob(uint32_t nodes, uint32_t live, prov::sim::SimConfig cfg, std::vector<std::string> overrides)
+      : fab_(std::move(cfg)), nodes_(nodes), t_(live), ctx_(live, nullptr), w_(live, nullptr) {
+    for (uint32_t i = 0; i < nodes; ++i) fab_.add_node();
+    overrides_ = std::move(overrides);
+  }
+  ~SimJob() { teardown(); }
+
+  // Contexts, handles, peer table, start.
+  void start(uint32_t lanes) {
+    std::vector<std::vector<uint8_t>> addrs(nodes_);
+    for (uint32_t r = 0; r < t_.size(); ++r) {
+      prov::Provider& p = fab_.provider(r);
+      auto devs = p.devices();
+      ASSERT_TRUE(devs && !devs->empty());
+      Transport& t = t_[r];
+      t.dev = devs->front();
+      auto pd = t.dev->alloc_pd();
+      auto cq = t.dev->create_cq(64, false);
+      ASSERT_TRUE(pd && cq);
+      t.pd = std::move(pd).value();
+      t.cq = std::move(cq).value();
+      std::vector<const char*> ov;
+      for (const std::string& o : overrides_) ov.push_back(o.c_str());
+      const std::string ip = fab_.address(r).to_string();
+      wireup_context_params_t cp;
+      wireup_context_params_init(&cp);
+      cp.listen_ip = ip.c_str();
+      cp.config_overrides = ov.data();
+      cp.num_config_overrides = ov.size();
+      ASSERT_EQ(capi_seam::context_create(p, *t.dev, &cp, &ctx_[r]), WIREUP_OK) << wireup_last_error(nullptr);
+      wireup_params_t wp{r, nodes_, lanes, 0x5eed, release_qp};
+      ASSERT_EQ(wireup_create(ctx_[r], &wp, create_qp, &t, &w_[r]), WIREUP_OK) << wireup_last_error(nullptr);
+      ASSERT_EQ(wireup_on_event(w_[r], on_event, &t), WIREUP_OK);
+      uint8_t buf[WIREUP_ADDRESS_MAX];
+      size_t len = sizeof buf;
+      ASSERT_EQ(wireup_local_address(w_[r], buf, &len), WIREUP_OK) << wireup_last_error(w_[r]);
+      addrs[r].assign(buf, buf + len);
+    }
+    // Ranks without a process: their address all the same (as an allgather of a job whose
+    // rank died after publishing it); nothing listens there.
+    for (uint32_t r = t_.size(); r < nodes_; ++r) addrs[r] = address_of_absent(r, addrs[0]);
+    std::vector<wireup_peer_t> peers;
+    for (uint32_t r = 0; r < nodes_; ++r) peers.push_back({r, addrs[r].data(), addrs[r].size()});
+    for (uint32_t r = 0; r < t_.size(); ++r) {
+      ASSERT_EQ(wireup_set_peers(w_[r], peers.data(), peers.size()), WIREUP_OK) << wireup_last_error(w_[r]);
+      ASSERT_EQ(wireup_start(w_[r]), WIREUP_OK) << wireup_last_error(w_[r]);
+    }
+  }
+
+  Status run(Nanos bound) {
+    capi_seam::DriveOptions o;
+    o.bound = bound;
+    o.until_setup_closed = true;
+    o.after_round = [this] {
+      for (uint32_t r = 0; r < t_.size(); ++r) t_[r].read_results(w_[r]);
+    };
+    return capi_seam::drive(fab_, w_, o);
+  }
+
+  // wireup first, then the transport destroys the QPs it was handed (as c_transport does).
+  void teardown() {
+    for (uint32_t r = 0; r < t_.size(); ++r) {
+      if (w_[r] == nullptr) continue;
+      t_[r].read_results(w_[r]);
+      t_[r].reread_results(w_[r]);
+      wireup_destroy(w_[r]);
+      w_[r] = nullptr;
+      for (prov::Qp* q : t_[r].given) t_[r].destroy(q, "the transport's teardown of a result QP");
+      EXPECT_EQ(wireup_context_destroy(ctx_[r]), WIREUP_OK);
+      ctx_[r] = nullptr;
+    }
+  }
+
+  Transport& t(uint32_t r) { return t_[r]; }
+  wireup_t* w(uint32_t r) { return w_[r]; }
+  prov::sim::SimFabric& fabric() { return fab_; }
+
+ private:
+  // The address that node's rank would have published: its device's IP, the port every
+  // rank of the job listens on (the same configuration), in wireup's own format.
+  std::vector<uint8_t> address_of_absent(uint32_t node, std::span<const uint8_t> of_rank0) {
+    auto a0 = decode_address(of_rank0);
+    prov::SockAddr a = fab_.address(node);
+    a.set_port(a0 ? a0->port() : 0);
+    return encode_address(a);
+  }
+
+  prov::sim::SimFabric fab_;
+  uint32_t nodes_;
+  std::vector<std::string> overrides_;
+  std::vector<Transport> t_;
+  std::vector<wireup_context_t*> ctx_;
+  std::vector<wireup_t*> w_;
+};
+
+void expect_clean(Transport& t, const char* who) {
+  for (const std::string& p : t.problems) ADD_FAILURE() << who << ": " << p;
+  EXPECT_TRUE(t.live.empty()) << who << ": " << t.live.size() << " of " << t.created
+                              << " QPs never destroyed (neither released nor handed over)";
+}
+
+const wireup_peer_error_t* find_error(wireup_t* w, uint32_t peer, uint32_t lane, wireup_peer_error_t* out) {
+  for (size_t i = 0; i < wireup_error_count(w); ++i) {
+    wireup_peer_error_t e;
+    if (wireup_error_get(w, i, &e) == WIREUP_OK && e.peer == peer && e.lane == lane) return &(*out = e);
+  }
+  return nullptr;
+}
+
+TEST(CapiSim, EveryLaneConnectsAndEveryQpIsDestroyedOnce) {
+  SimJob job(4, 4, prov::sim::SimConfig{}, {});
+  ASSERT_NO_FATAL_FAILURE(job.start(2));
+  Status s = job.run(300s);  // the RTU linger (150 s) included
+  ASSERT_TRUE(s) << s.message();
+  for (uint32_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(wireup_result_count(job.w(r)), 6u) << "rank " << r;
+    EXPECT_EQ(wireup_error_count(job.w(r)), 0u) << "rank " << r;
+    EXPECT_EQ(job.t(r).given.size(), 6u);
+  }
+  job.teardown();
+  for (uint32_t r = 0; r < 4; ++r) expect_clean(job.t(r), ("rank " + std::to_string(r)).c_str());
+}
+
+// After every RTU from rank 0 to rank 1 was lost: rank 0 (active) had handed its result for
+// rank 1 lane 0 over; the loss is reported on both sides, the result stays, and no QP is
+// released that the transport holds or destroyed twice.
+void expect_lane_lost_and_reported(SimJob& job) {
+  Transport& a = job.t(0);
+  Transport& p = job.t(1);
+  // The active side: its result for rank 1 was handed over long before the notice came.
+  EXPECT_EQ(a.lanes.count({1u, 0u}), 1u) << "the result for rank 1 lane 0 was not handed over";
+  // Then the CM's own DISCONNECTED / TIMEWAIT_EXIT of the id wireup disconnected may follow.
+  size_t lost = 0;
+  std::string seen;
+  for (const Event& e : a.events) {
+    seen += " " + e.name + "(" + std::to_string(e.peer) + "," + std::to_string(e.lane) + ")";
+    if (e.name != "RTU_LOST") continue;
+    ++lost;
+    EXPECT_EQ(e.peer, 1u);
+    EXPECT_EQ(e.lane, 0u);
+    EXPECT_EQ(e.type, WIREUP_EVENT_DISCONNECTED);
+    EXPECT_EQ(e.status, -ECONNRESET);
+  }
+  EXPECT_EQ(lost, 1u) << "the lane loss must be reported to the active side's transport exactly once; events:"
+                      << seen;
+  wireup_tally_t tally;
+  uint64_t refused = 0;
+  for (size_t i = 0; i < wireup_tally_count(job.w(0)); ++i)
+    if (wireup_tally_get(job.w(0), i, &tally) == WIREUP_OK && std::string(tally.group) == "rejects_sent" &&
+        std::string(tally.key) == "repair_refused")
+      refused = tally.count;
+  EXPECT_EQ(refused, 1u) << "the notice must be answered repair_refused";
+  // The passive side: no connection, an error saying why.
+  EXPECT_EQ(p.lanes.count({0u, 0u}), 0u);
+  wireup_peer_error_t e{};
+  e.kind = e.message = "";
+  EXPECT_NE(find_error(job.w(1), 0, 0, &e), nullptr) << "the passive side reports nothing for rank 0 lane 0";
+  EXPECT_STREQ(e.kind, "rtu_lost") << e.message;
+  EXPECT_NE(std::string(e.message).find("could not reconnect"), std::string::npos) << e.message;
+  std::printf("rank 0 events:%s\nrank 1: %s\n", seen.c_str(), e.message);
+  job.teardown();
+  expect_clean(a, "rank 0");
+  expect_clean(p, "rank 1");
+  std::printf("rank 0: %u QPs made, %u released; rank 1: %u made, %u released\n", a.created, a.released, p.created,
+              p.released);
+}
+
+// Rank 0 initiates to rank 1 and is still wiring up (it waits for rank 2, which never comes)
+// when rank 1's REP retries run out: the engine would repair the lane by tearing it down and
+// reconnecting -- but the transport has been handed that lane's QP already. The repair is
+// refused and the loss reported instead. (With the repair allowed, as before, this fails:
+// no event, a second result for the lane, the first one withdrawn under the transport.)
+TEST(CapiSim, ARepairOfAHandedOverLaneIsRefusedAndReported) {
+  SimJob job(3, 2, rtu_flap(0, 1, 95s), {"engine.max_attempts=4", "engine.wireup_timeout_ms=200000"});
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  Status s = job.run(400s);
+  ASSERT_TRUE(s) << s.message();
+  expect_lane_lost_and_reported(job);
+}
+
+// Rank 0's wireup is over when the notice comes (its RTU linger answers it): the same answer.
+TEST(CapiSim, ALaneLostAfterWireupEndedIsReported) {
+  SimJob job(2, 2, rtu_flap(0, 1, 95s), {"engine.wireup_timeout_ms=300000"});
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  Status s = job.run(400s);
+  ASSERT_TRUE(s) << s.message();
+  expect_lane_lost_and_reported(job);
+}
+
+// A factory that hands over a QP it already moved to INIT: named, and the QP handed back.
+TEST(CapiSim, AQpNotFreshFromTheFactoryIsNamedAndHandedBack) {
+  SimJob job(2, 2, prov::sim::SimConfig{}, {"engine.max_attempts=2", "engine.wireup_timeout_ms=5000"});
+  job.t(0).init_first = job.t(1).init_first = true;
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  Status s = job.run(300s);
+  ASSERT_TRUE(s) << s.message();
+  wireup_peer_error_t e{};
+  e.message = "";
+  wireup_t* active = nullptr;
+  for (uint32_t r = 0; r < 2; ++r) {
+    wireup_peer_error_t x;
+    if (find_error(job.w(r), 1 - r, 0, &x) != nullptr && x.active) active = job.w(r), e = x;
+  }
+  ASSERT_NE(active, nullptr) << "no error on the active side";
+  EXPECT_NE(std::string(e.message).find("the QP is in state INIT, not RESET"), std::string::npos) << e.message;
+  std::printf("active side: %s\n", e.message);
+  EXPECT_EQ(wireup_result_count(job.w(0)) + wireup_result_count(job.w(1)), 0u);
+  job.teardown();
+  for (uint32_t r = 0; r < 2; ++r) {
+    expect_clean(job.t(r), r == 0 ? "rank 0" : "rank 1");
+    EXPECT_EQ(job.t(r).released, job.t(r).created) << "every QP wireup did not use goes back to the transport";
+  }
+}
+
+TEST(CapiSim, AContextOverAProviderNeedsItsListenAddress) {
+  prov::sim::SimFabric fab;
+  fab.add_node();
+  auto devs = fab.provider(0).devices();
+  ASSERT_TRUE(devs);
+  wireup_context_t* c = nullptr;
+  EXPECT_EQ(capi_seam::context_create(fab.provider(0), *devs->front(), nullptr, &c), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_NE(std::string(wireup_last_error(nullptr)).find("listen_ip"), std::string::npos)
+      << wireup_last_error(nullptr);
+}
+
+}  // namespace
+}  // namespace wireup
