@@ -68,7 +68,7 @@ void Engine::after_farewell(Pair& p) {
   auto* f = p.as<Failed>();
   if (f == nullptr || !f->farewell) return;
   cm::Connection& c = *f->farewell;
-  // No QP, so no QP window; but one QP-less request on the wire at a time (Admission).
+  // No QP, so no QP window; but one QP-less request per host on the wire (NoticeLines).
   if (c.state() == cm::State::route_resolved) return ready_to_notify(p);
   if (c.state() != cm::State::failed) return;
   const cm::Failure answer = c.failure();

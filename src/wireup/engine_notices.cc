@@ -37,7 +37,8 @@ int Engine::notify_next() {
     (void)c->notify();
     if (c->state() == cm::State::connecting) {
       // The end of wireup waits for an abandon notice that only now leaves (kFarewellBound).
-      if (p->state() == PairState::failed) life_.farewell_until = std::max(life_.farewell_until, now() + kFarewellBound);
+      if (p->state() == PairState::failed)
+        life_.farewell_until = std::max(life_.farewell_until, now() + kFarewellBound);
       return true;
     }
     // rdma_connect refused it at once: its owner settles that like any other answer.
