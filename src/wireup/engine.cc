@@ -253,6 +253,8 @@ Result<int> Engine::progress() {
     if (admission_.qp_grant_ready()) work += grant_qps();
     work += start_due_notices();
     work += start_due_farewells();
+    // Last: what the loops above answered or retired frees the line for the next notice.
+    work += notify_next();
     channels_.setup->graveyard.clear();  // every event of these ids was acked in the loops above
   }
   maybe_end_setup();
@@ -307,6 +309,7 @@ void Engine::maybe_end_setup() {
   peers_.release_addresses();
   pairs_.release_start_order();
   admission_.drop_waiters();
+  notice_lines_.clear();
   WIREUP_LOG(info, "rank %u: wireup done, setup channel closed", opt().rank);
 }
 

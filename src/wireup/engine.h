@@ -184,6 +184,14 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   void handle_abandon(prov::CmEvent& ev, const GateVerdict& v);
   Nanos farewell_until() const;
 
+  // QP-less requests on the wire, one per destination host (engine_notices.cc, NoticeLines)
+  // The notice connection a pair holds (its abandon or rtu_lost notice), or nullptr.
+  cm::Connection* notice_of(Pair& p);
+  // A notice whose route is resolved joins its host's line (sent by notify_next()).
+  void ready_to_notify(Pair& p);
+  // Sends the next waiting notice of every line whose last one is answered (or gone).
+  int notify_next();
+
   // the RTU repair (engine_repair.cc)
   // Sends (again) the notice for the pair's newest attempt; `p` is waiting (our REP retries
   // just ran out) or probing (a notice's retry is due).
@@ -201,6 +209,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   PeerTable peers_;
   PairTable pairs_;
   Admission admission_;
+  NoticeLines notice_lines_;  // QP-less requests, one on the wire per destination host
   RetryScheduler retries_;
   Records records_;
   Stats stats_;

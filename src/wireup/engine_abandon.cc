@@ -3,8 +3,9 @@
 // refused, a peer's transient refusal to the last attempt), it sends a QP-less REQ saying so;
 // the passive side settles the pair as failed at once (PeerError cause peer_gave_up) instead
 // of waiting out its wireup timeout, and answers with a REJ abandon_noted. A peer that has not
-// started yet, is not listening yet or did not answer is asked again within the pair's
-// attempt budget; a notice that never gets through leaves it to its own deadline, as before.
+// started yet, is not listening yet, did not answer, or whose CM refused the notice as stale
+// (REJ 10: another QP-less REQ from our device still held there) is asked again within the
+// pair's attempt budget; a notice that never gets through leaves it to its own deadline.
 #include "common/log.h"
 #include "wireup/engine.h"
 
@@ -68,19 +69,15 @@ void Engine::after_farewell(Pair& p) {
   auto* f = p.as<Failed>();
   if (f == nullptr || !f->farewell) return;
   cm::Connection& c = *f->farewell;
-  // No QP, so no QP window: the notice goes out as soon as its route is known.
-  if (c.state() == cm::State::route_resolved) (void)c.notify();
+  // No QP, so no QP window; but one QP-less request per host on the wire (NoticeLines).
+  if (c.state() == cm::State::route_resolved) return ready_to_notify(p);
   if (c.state() != cm::State::failed) return;
   const cm::Failure answer = failure_of(c);
   retire(std::move(f->farewell));
-  const RejectCode code = peer_reject_code(answer);
-  if (code == RejectCode::abandon_noted) return end_farewell(p);
-  // A peer that has not started yet (local_failure), is not listening yet (REJ 8) or did not
-  // answer is asked again, like a connect, within the pair's attempt budget.
-  const bool transient = code == RejectCode::local_failure ||
-                         (answer.kind == cm::FailKind::rejected && answer.status == prov::reject_reason::no_listener) ||
-                         answer.kind == cm::FailKind::unreachable || answer.kind == cm::FailKind::connect_error;
-  if (transient && f->farewell_tries < opt().max_attempts) {
+  if (peer_reject_code(answer) == RejectCode::abandon_noted) return end_farewell(p);
+  // A notice that did not reach the peer's engine, or found it not ready, is sent again, like a
+  // connect, within the pair's attempt budget (notice_undelivered says which answers those are).
+  if (notice_undelivered(answer) && f->farewell_tries < opt().max_attempts) {
     const Nanos at = retries_.schedule(RetryScheduler::Queue::farewell, pairs_.index(p), f->farewell_tries, now());
     life_.farewell_until = std::max(life_.farewell_until, at + kFarewellBound);
     return;

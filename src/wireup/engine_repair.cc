@@ -59,8 +59,8 @@ void Engine::after_notice(Pair& p) {
   auto* pr = p.as<Probing>();
   if (pr == nullptr || !pr->notice->conn) return;
   cm::Connection& c = *pr->notice->conn;
-  // No QP, so no QP window: the notice goes out as soon as its route is known.
-  if (c.state() == cm::State::route_resolved) (void)c.notify();
+  // No QP, so no QP window; but one QP-less request per host on the wire (NoticeLines).
+  if (c.state() == cm::State::route_resolved) return ready_to_notify(p);
   if (c.state() != cm::State::failed) return;
   cm::Failure f = failure_of(c);
   retire(std::move(pr->notice->conn));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "wireup/engine_types.h"
 #include "wireup/private_data.h"
 
 namespace wireup {
@@ -24,6 +25,20 @@ bool retryable(const cm::Failure& f) {
       if (!h || h->kind != WireKind::reject) return true;  // not our reject: a transient refusal
       return h->reason == RejectCode::local_failure || h->reason == RejectCode::stale_attempt;
     }
+    default:
+      return false;
+  }
+}
+
+bool notice_undelivered(const cm::Failure& answer) {
+  switch (answer.kind) {
+    case cm::FailKind::unreachable:
+    case cm::FailKind::connect_error:
+      return true;
+    case cm::FailKind::rejected:
+      if (answer.status == prov::reject_reason::no_listener || answer.status == prov::reject_reason::stale_conn)
+        return true;
+      return peer_reject_code(answer) == RejectCode::local_failure;
     default:
       return false;
   }

@@ -26,6 +26,14 @@ struct RetryPolicy {
 // RejectCode are final.
 bool retryable(const cm::Failure& f);
 
+// Whether a QP-less notice (abandon, rtu_lost) that got `answer` instead of its peer engine's
+// reply is worth sending again: nothing answered (UNREACHABLE, CONNECT_ERROR), nothing listening
+// yet (REJ 8), the peer engine not ready (its local_failure), or REJ 10 from the peer's CM:
+// every QP-less REQ carries QPN 0, and a CM that still holds one from our device refuses the
+// next as a stale connection until it is answered (cm_match_req) — another process on our node
+// may have one there, the engine itself never does (Admission keeps one of ours on the wire).
+bool notice_undelivered(const cm::Failure& answer);
+
 // The delay before the attempt after `attempt` (1-based): initial * 2^(attempt-1), capped at
 // max, then scaled by the jitter draw `u` in [-1, 1].
 Nanos backoff(const RetryPolicy& p, uint32_t attempt, double u);

@@ -54,6 +54,48 @@ TEST(Conformance, RequestWithoutQpIsDeliveredAndRejected) {
   EXPECT_EQ(std::string(rej.private_data.begin(), rej.private_data.begin() + answer.size()), answer);
 }
 
+// Two QP-less REQs from one device while the first is still held (its CONNECT_REQUEST taken,
+// not answered): the receiving CM's stale-connection check is keyed by the sender's CA and
+// QPN (cm_match_req, cm_insert_remote_qpn), and both carry QPN 0, so the second is refused
+// with REJ 10 and never reaches the listener. Once the first is answered, the key is free.
+TEST(Conformance, SecondRequestWithoutQpWhileTheFirstIsHeldIsRejectedStale) {
+  WIREUP_REQUIRE_FABRIC(f);
+  auto l = Listener::create(f);
+  ASSERT_TRUE(l) << l.error().message();
+  auto qpless = [&](Active& a) {
+    prov::ConnParam p;
+    p.qp_num = 0;
+    return a.id->connect(p);
+  };
+  auto first = Active::resolve(f, l->addr);
+  ASSERT_TRUE(first) << first.error().message();
+  ASSERT_TRUE(qpless(*first));
+  auto held = Incoming::take(f, *l);
+  ASSERT_TRUE(held) << held.error().message();
+  auto second = Active::resolve(f, l->addr);
+  ASSERT_TRUE(second) << second.error().message();
+  ASSERT_TRUE(qpless(*second));
+  auto rej = expect_event(f.provider(1), *second->ch, CmEventType::rejected);
+  EXPECT_EQ(rej.status, prov::reject_reason::stale_conn) << rej.describe();
+  rej.ack();
+  expect_no_event(f.provider(0), *l->ch, std::chrono::milliseconds(200));
+  // Answered: the first one's key goes, and a third QP-less REQ reaches the listener.
+  ASSERT_TRUE(held->id->reject({}));
+  held->req.ack();
+  auto answered = expect_event(f.provider(1), *first->ch, CmEventType::rejected);
+  EXPECT_EQ(answered.status, prov::reject_reason::consumer);
+  answered.ack();
+  auto third = Active::resolve(f, l->addr);
+  ASSERT_TRUE(third) << third.error().message();
+  ASSERT_TRUE(qpless(*third));
+  auto in = Incoming::take(f, *l);
+  ASSERT_TRUE(in) << in.error().message();
+  EXPECT_EQ(in->req.qp_num, 0u);
+  ASSERT_TRUE(in->id->reject({}));
+  in->req.ack();
+  expect_event(f.provider(1), *third->ch, CmEventType::rejected).ack();
+}
+
 // What the stack answers to a REQ for a port nobody listens on: the remote IB CM rejects
 // with reason 8 (invalid service id) rather than letting the REQ time out.
 TEST(Conformance, ConnectWhereNothingListens) {

@@ -58,11 +58,19 @@ constexpr RejectCode kExpected[] = {RejectCode::wrong_job_key, RejectCode::bad_v
 
 // One stranger node: create id -> resolve addr -> resolve route -> connect with crafted
 // private data (and a QPN that belongs to no QP) -> REJECTED -> ack -> destroy, kWindow at once.
+// One request in flight. Each carries a QPN of its own: the receiving CM refuses a REQ whose
+// sender QPN one of its ids still holds (REJ 10, cm_match_req), before any engine sees it.
+struct Request {
+  std::unique_ptr<prov::CmId> id;
+  std::vector<uint8_t> pd;
+  uint32_t qpn = 0;
+};
+
 struct Flooder {
   uint32_t node = 0;
   Kind kind = Kind::wrong_key;
   std::unique_ptr<prov::EventChannel> ch;
-  std::map<prov::CmId*, std::pair<std::unique_ptr<prov::CmId>, std::vector<uint8_t>>> inflight;
+  std::map<prov::CmId*, Request> inflight;
   uint32_t quota = kPerFlooder;  // requests this flooder sends
   int fixed_target = -1;         // >= 0: every request goes to this rank
   uint32_t sent = 0, decoded = 0;
@@ -111,7 +119,7 @@ class Flood {
       Status st = (*id)->resolve_addr(&src, *dst, 2000);
       if (!st) fl.surprises.push_back(st.message());
       prov::CmId* raw = id->get();
-      fl.inflight.emplace(raw, std::make_pair(std::move(id).value(), std::move(pd)));
+      fl.inflight.emplace(raw, Request{std::move(id).value(), std::move(pd), 0xabc00 + fl.sent});
       fl.targets.insert(target);
       ++fl.sent;
       ++work;
@@ -125,14 +133,14 @@ class Flood {
         fl.surprises.push_back("event for an unknown id: " + ev->describe());
         continue;
       }
-      prov::CmId& id = *it->second.first;
+      prov::CmId& id = *it->second.id;
       bool over = true;
       if (ev->type == CmEventType::addr_resolved) {
         over = !id.resolve_route(2000);
       } else if (ev->type == CmEventType::route_resolved) {
         prov::ConnParam cp;
-        cp.qp_num = 0xabc00 + fl.sent;  // nobody's QP: the request must die before it matters
-        cp.private_data = it->second.second;
+        cp.qp_num = it->second.qpn;  // nobody's QP: the request must die before it matters
+        cp.private_data = it->second.pd;
         over = !id.connect(cp);
       } else if (ev->type == CmEventType::rejected && ev->status == prov::reject_reason::consumer) {
         auto h = decode(ev->private_data);

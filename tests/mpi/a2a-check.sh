@@ -39,14 +39,15 @@ MPI=(mpirun --oversubscribe)
 [ -z "$HOSTS" ] || MPI+=(--host "$HOSTS")
 case "$SCENARIO" in
   all) JOB=("${MPI[@]}" -np "$NP" "$A2A" "${COMMON[@]}") ;;
-  # A refused pair is settled on both sides at once (reason 35 both ways, or the active side's
-  # abandon notice) in most runs (wireup ~0.1 s); one run in ~5 still leaves a pair to its
-  # wireup timeout (not found yet, see the closing note of session 3): 30 s bounds the test.
-  ece) JOB=("${MPI[@]}" -np "$ODD" "$A2A" "${COMMON[@]}" --wireup-timeout-ms 30000
-            : -np 1 "$A2A" "${COMMON[@]}" --config "$HERE/ece-required.toml" --wireup-timeout-ms 30000) ;;
+  # A refused pair is settled on both sides at once: reason 35 both ways, or the active side's
+  # abandon notice. No wireup timeout of its own: the configured one (600 s) would only show as
+  # a hang, and the expectations below want every pair settled within seconds and none timed out.
+  ece) JOB=("${MPI[@]}" -np "$ODD" "$A2A" "${COMMON[@]}"
+            : -np 1 "$A2A" "${COMMON[@]}" --config "$HERE/ece-required.toml") ;;
   # --enable-recovery: mpirun must not take the whole job down when the victim exits. The
   # victim dies 250 ms after start or once its first connection is up, whichever comes first
-  # (np 4 wires up in ~0.5 s here); survivors give up on it after 30 s.
+  # (np 4 wires up in ~0.5 s here); survivors give up on it after 30 s. This bound stays: a dead
+  # rank sends nothing, so a survivor that waits for its REQ learns only at its own deadline.
   kill) JOB=("${MPI[@]}" --enable-recovery -np "$NP" "$A2A" "${COMMON[@]}" --kill-rank "$ODD" --kill-after-conns 1
              --kill-after-ms 250 --wireup-timeout-ms 30000) ;;
   *) echo "a2a-check: unknown scenario '$SCENARIO'" >&2; exit 2 ;;
@@ -101,8 +102,10 @@ case "$SCENARIO" in
     # On rxe (no ECE at all) the odd rank cannot even offer ECE as the active side: it fails
     # locally (not_supported) and tells that peer (abandoned); as the passive side it refuses
     # with reason 35, which settles both sides. With ECE hardware every pair would see 35.
-    expect '[.failed_peers[].kinds | keys[]] | all(. == "rejected(35)" or . == "ece_rejected" or . == "local_error(not_supported)" or . == "abandoned" or . == "timed_out")' \
-      "every failure is an ECE refusal or its consequence"
+    expect '[.failed_peers[].kinds | keys[]] | all(. == "rejected(35)" or . == "ece_rejected" or . == "local_error(not_supported)" or . == "abandoned")' \
+      "every failure is an ECE refusal or its consequence (none waited for a timeout)"
+    # Every rank is done within seconds of the refusals (0.18-3.1 s in 21 runs on rxe, load 8-9).
+    expect '.wall_s < 15' "every rank settled within seconds of the refusals"
     ;;
   kill)
     grep -q "rank $ODD: _exit() mid-wireup" "$ERR" ||

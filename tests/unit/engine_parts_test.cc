@@ -2,6 +2,8 @@
 // table), repair decisions, pair table, stranger log, wire builders, phase spans.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "wireup/admission.h"
 #include "wireup/pair_table.h"
 #include "wireup/peer_table.h"
@@ -59,6 +61,22 @@ TEST(RetryPolicy, WhatIsWorthAnotherAttempt) {
   EXPECT_FALSE(retryable(failed(cm::FailKind::ece_rejected)));
   EXPECT_FALSE(retryable(failed(cm::FailKind::local_error)));
   EXPECT_FALSE(retryable(failed(cm::FailKind::device_removal)));
+}
+
+// A notice (abandon, rtu_lost) is sent again only if it did not reach the peer's engine or
+// found it not ready; REJ 10 is the peer CM holding another QP-less REQ from our device.
+TEST(RetryPolicy, WhatMakesANoticeWorthSendingAgain) {
+  const Wire w = make_wire(9, 1);
+  EXPECT_TRUE(notice_undelivered(failed(cm::FailKind::unreachable)));
+  EXPECT_TRUE(notice_undelivered(failed(cm::FailKind::connect_error)));
+  EXPECT_TRUE(notice_undelivered(rejected(prov::reject_reason::no_listener)));
+  EXPECT_TRUE(notice_undelivered(rejected(prov::reject_reason::stale_conn))) << "a QP-less REQ collided at the CM";
+  EXPECT_TRUE(notice_undelivered(rejected(28, w.reject(RejectCode::local_failure, 0, 0, 1, 5)))) << "not started yet";
+  EXPECT_FALSE(notice_undelivered(rejected(28, w.reject(RejectCode::abandon_noted, 0, 0, 1, 5))));
+  EXPECT_FALSE(notice_undelivered(rejected(28, w.refuse_stranger(RejectCode::wrong_role))));
+  EXPECT_FALSE(notice_undelivered(rejected(prov::reject_reason::consumer))) << "someone else's listener";
+  EXPECT_FALSE(notice_undelivered(failed(cm::FailKind::address_error)));
+  EXPECT_FALSE(notice_undelivered(failed(cm::FailKind::local_error)));
 }
 
 TEST(RetryPolicy, BackoffDoublesToItsCapWithJitterWithinBounds) {
@@ -143,6 +161,34 @@ struct GateRow {
   RejectCode want;  // none: admitted
   Admit admit;
 };
+
+// One QP-less request on the wire per host, the others of that host in order; another host's
+// line does not wait behind it.
+TEST(NoticeLines, OnePerHostOnTheWireTheRestInOrder) {
+  NoticeLines lines;
+  std::set<uint64_t> wire;  // what the test's "CM" has not answered yet
+  std::vector<uint64_t> sent;
+  auto on_wire = [&](uint64_t k) { return wire.count(k) > 0; };
+  auto send = [&](uint64_t k) {
+    if (k == 99) return false;  // moved on meanwhile: skipped, the next one goes
+    sent.push_back(k);
+    wire.insert(k);
+    return true;
+  };
+  lines.wait("10.0.0.1", 1);
+  lines.wait("10.0.0.1", 99);
+  lines.wait("10.0.0.1", 2);
+  lines.wait("10.0.0.2", 5);
+  EXPECT_EQ(lines.pump(on_wire, send), 2);
+  EXPECT_EQ(sent, (std::vector<uint64_t>{1, 5}));
+  EXPECT_EQ(lines.pump(on_wire, send), 0) << "1 and 5 are still on the wire";
+  wire.erase(1);  // answered
+  EXPECT_EQ(lines.pump(on_wire, send), 1);
+  EXPECT_EQ(sent, (std::vector<uint64_t>{1, 5, 2})) << "99 was skipped";
+  wire.clear();
+  EXPECT_EQ(lines.pump(on_wire, send), 0);
+  EXPECT_EQ(lines.lines(), 0u) << "idle lines are forgotten";
+}
 
 TEST(RequestGate, StrangerTable) {
   // Rank 1 of 4, 2 lanes. plan::initiates: 0 -> 1, 1 -> 2; between 1 and 3 (distance 2 in 4)

@@ -163,8 +163,13 @@ TEST(SimCm, FullBacklogDropsReqUntilTheListenerCatchesUp) {
   auto a2 = Active::resolve(f, l->addr);
   ASSERT_TRUE(a1 && a2);
   const Nanos t0 = f.fab.now();
-  ASSERT_TRUE(a1->id->connect(ConnParam{}));
-  ASSERT_TRUE(a2->id->connect(ConnParam{}));
+  // QPNs of their own: two REQs with one (device, QPN) would meet the CM's stale-connection
+  // check before the backlog (the second refused REJ 10, as on the kernel).
+  ConnParam p1, p2;
+  p1.qp_num = 0x100;
+  p2.qp_num = 0x101;
+  ASSERT_TRUE(a1->id->connect(p1));
+  ASSERT_TRUE(a2->id->connect(p2));
   f.fab.run_until(t0 + 1s);
   EXPECT_EQ(f.fab.stats().backlog_drops, 1u);
   auto r1 = l->ch->get_event();  // frees the backlog slot

@@ -93,6 +93,8 @@ struct Node {
   // Passive side: the child id of each remote active id (REQ duplicates find it here), and
   // remote ids whose connection ended recently (a late duplicate REQ gets REJ stale).
   std::unordered_map<uint64_t, Handle> by_remote;
+  // The same child ids by the sender's (device, QPN): cm_match_req's stale-connection check.
+  std::unordered_map<uint64_t, Handle> by_remote_qpn;
   std::unordered_map<uint64_t, Nanos> tombstones;
   size_t tombstone_sweep_at = 64;  // sweep expired ones when the map grows past this
 

@@ -98,6 +98,9 @@ void Core::forget_remote(SimCmId& id) {
   if (!id.is_passive() || !id.remote_comm.valid()) return;
   Node& n = node(id.node);
   const uint64_t key = id.remote_comm.packed();
+  if (auto q = n.by_remote_qpn.find(remote_qpn_key(id.remote_ip, id.remote_qpn));
+      q != n.by_remote_qpn.end() && q->second == id.self)
+    n.by_remote_qpn.erase(q);
   auto it = n.by_remote.find(key);
   if (it == n.by_remote.end() || it->second != id.self) return;
   n.by_remote.erase(it);
@@ -175,6 +178,24 @@ void Core::handle_req(Msg& m) {
     }
     n.tombstones.erase(t);
   }
+  // cm_match_req's stale-connection check: a REQ from a (device, QPN) that one of our ids
+  // still holds is refused with REJ stale, and a connection behind that id is disconnected.
+  // QP-less REQs all carry QPN 0: while one from a device waits here for its answer, the next
+  // from that device (any process on its node, any destination on ours) is refused too.
+  const uint64_t qkey = remote_qpn_key(m.src_ip, m.qpn);
+  if (auto q = n.by_remote_qpn.find(qkey); q != n.by_remote_qpn.end()) {
+    if (SimCmId* holder = ids.get(q->second)) {
+      ++stats.stale_qpn_rejects;
+      reply_to(m, CmMsg::rej, kRejStaleConn);
+      if (holder->ib == IbState::established) {  // ib_send_cm_dreq; in any other state it refuses
+        holder->ib = IbState::dreq_sent;
+        holder->retries_left = latency.max_cm_retries;
+        send_dreq(*holder);
+      }
+      return;
+    }
+    n.by_remote_qpn.erase(q);
+  }
   SimCmId* l = find_listener(n, m.ps, m.dst_ip, m.dst_port);
   if (l == nullptr) {
     reply_to(m, CmMsg::rej, reject_reason::no_listener);  // IB_CM_REJ_INVALID_SERVICE_ID
@@ -220,6 +241,7 @@ void Core::handle_req(Msg& m) {
   // cma_ib_req_handler prepares a delayed MRA once the event is queued to the user.
   c.ib = IbState::mra_req_sent;
   n.by_remote[key] = c.self;
+  n.by_remote_qpn[qkey] = c.self;
 
   EventData ev = event(CmEventType::connect_request);
   ev.private_data = padded(m.private_data, m.ps == PortSpace::tcp ? private_data_limit::req_tcp

@@ -38,6 +38,10 @@ inline Msg base_msg(const SimCmId& id, CmMsg type) {
   return m;
 }
 
+// cm_insert_remote_qpn's key: the sender's QPN on its CA. A sim device has one address, so
+// the sender's address stands for its CA GUID.
+inline uint64_t remote_qpn_key(uint32_t sender_ip, uint32_t qpn) { return uint64_t{sender_ip} << 32 | qpn; }
+
 inline uint32_t port_mtu(const SimCmId& id) {
   SimDevice* d = id.bound_device();
   return d ? d->spec().active_mtu : 0;

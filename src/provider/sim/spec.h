@@ -69,6 +69,7 @@ struct SimStats {
   uint64_t mra_sent = 0;
   uint64_t backlog_drops = 0;        // REQs dropped because a listener's backlog was full
   uint64_t forced_rejects = 0;
+  uint64_t stale_qpn_rejects = 0;    // REJ stale to a REQ whose (device, QPN) an id here still held
   uint64_t unreachable = 0;          // UNREACHABLE events (REQ or REP retries exhausted)
   uint64_t destroyed_with_unacked = 0;   // rdma_destroy_id would have blocked forever
   uint64_t channels_destroyed_with_ids = 0;

@@ -1,0 +1,52 @@
+// QP-less requests (abandon and rtu_lost notices) go out one at a time per destination host.
+// Each carries QPN 0; the peer node's CM refuses a REQ from a (CA, QPN) one of its ids still
+// holds with REJ 10 (cm_match_req), so a notice reaching a node while our previous one waits
+// there for its answer would never reach that node's engine. Routes resolve in parallel; only
+// the REQ waits its turn (NoticeLines in admission.h).
+#include <algorithm>
+
+#include "wireup/engine.h"
+
+namespace wireup {
+
+cm::Connection* Engine::notice_of(Pair& p) {
+  if (auto* f = p.as<Failed>()) return f->farewell.get();
+  if (auto* pr = p.as<Probing>(); pr && pr->notice) return pr->notice->conn.get();
+  return nullptr;
+}
+
+void Engine::ready_to_notify(Pair& p) {
+  prov::SockAddr host;
+  if (auto a = peers_.address(p.peer)) host = *a;
+  host.set_port(0);
+  // Sent at the end of this progress() call, in line order (notify_next).
+  notice_lines_.wait(host.to_string(), pairs_.index(p));
+}
+
+int Engine::notify_next() {
+  auto on_wire = [this](uint64_t key) {
+    Pair* p = pairs_.at(key);
+    cm::Connection* c = p ? notice_of(*p) : nullptr;
+    // Until its answer (an event) moves it on; progress() calls here after every dispatch.
+    return c != nullptr && c->state() == cm::State::connecting;
+  };
+  auto send = [this](uint64_t key) {
+    Pair* p = pairs_.at(key);
+    cm::Connection* c = p ? notice_of(*p) : nullptr;
+    if (c == nullptr || c->state() != cm::State::route_resolved) return false;  // retired or moved on meanwhile
+    (void)c->notify();
+    if (c->state() == cm::State::connecting) {
+      // The end of wireup waits for an abandon notice that only now leaves (kFarewellBound).
+      if (p->state() == PairState::failed)
+        life_.farewell_until = std::max(life_.farewell_until, now() + kFarewellBound);
+      return true;
+    }
+    // rdma_connect refused it at once: its owner settles that like any other answer.
+    if (p->state() == PairState::failed) after_farewell(*p);
+    else after_notice(*p);
+    return false;
+  };
+  return notice_lines_.pump(on_wire, send);
+}
+
+}  // namespace wireup
