@@ -166,6 +166,12 @@ void Engine::settle_failure(Pair& p) {
 void Engine::fail_pair(Pair& p, const cm::Failure& f) {
   stats_.failure(f.kind);
   if (f.kind == cm::FailKind::rejected) stats_.reject_received(f.status);
+  if (f.kind == cm::FailKind::device_removal) {
+    // Final, on either side: this id's device is gone, and with it every other pair's.
+    ++stats_[Counter::device_removals];
+    give_up(p, f, PeerError::Cause::device_removed);
+    return lose_device("the device was removed (DEVICE_REMOVAL on a connecting id)");
+  }
   if (p.role == cm::Role::passive) {
     // An ECE refusal, ours (reject_ece sent) or the peer's (REJ 35 to our REP), is final on
     // both sides: the active side never retries reason 35, so nothing better can come.

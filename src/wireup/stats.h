@@ -66,6 +66,13 @@ enum class Counter : uint8_t {
   // after giving up locally, and the ones it received as the passive side.
   abandons_sent,
   abandons_received,
+  // The device's own events (engine_device.cc): async events taken from it, COMM_EST told
+  // to the CM (rdma_notify), DEVICE_REMOVAL seen on this rank's ids (each id once), and
+  // ADDR_CHANGE on them.
+  device_events,
+  comm_est_notified,
+  device_removals,
+  addr_changes,
   count_,
 };
 const char* to_string(Counter c);

@@ -168,6 +168,9 @@ void Core::remove_device(uint32_t n, uint32_t d) {
     if (&qp.device() == &dev) qs.push_back(&qp);
   });
   for (SimQp* qp : qs) qp->to_error();
+  // The device's async fd says so too: IBV_EVENT_DEVICE_FATAL, as the kernel's uverbs sends
+  // to every open context of a device that is unregistered.
+  dev.raise(DeviceEventType::device_fatal);
 }
 
 }  // namespace wireup::prov::sim
