@@ -1,6 +1,7 @@
 // The device's own events on the sim (engine_device.cc): COMM_EST when the RTU is lost and the
-// active side's data comes first; the device removed in the middle of wireup. Sim only: rxe
-// raises no COMM_EST (tests/vm/device covers removal and async events there).
+// active side's data comes first; the device removed in the middle of wireup; ADDR_CHANGE.
+// COMM_EST and ADDR_CHANGE are sim only: rxe raises no COMM_EST, and Linux raises ADDR_CHANGE
+// only for a bonding failover (tests/vm/device covers removal and async events on rxe).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -187,6 +188,36 @@ TEST(DeviceRemoval, DuringWireupEveryPairOnceNoIdLeftNoSpin) {
     EXPECT_EQ(to_others, 8u) << "rank " << rk;
     for (const PeerError& pe : o.errors()) EXPECT_EQ(pe.peer, 2u) << "rank " << rk << ": " << pe.describe();
   }
+}
+
+// A bonding failover under rank 1's device (sim only: Linux raises ADDR_CHANGE for
+// NETDEV_BONDING_FAILOVER alone, and the VM has no bond): each established id and the
+// lingering listener report it once, counted; nothing is torn down.
+TEST(AddrChange, ReportedForEveryConnectionAndTheListener) {
+  SimEngineFabric f(3, SimConfig{});
+  auto job = make_job(f, 3, 2);  // the default linger keeps rank 1's listener open
+  ASSERT_TRUE(job) << job.error().message();
+  ASSERT_TRUE(run(f, *job, 5s, [&] {
+    for (auto& r : job->ranks)
+      if (!r.engine->done()) return false;
+    return true;
+  }));
+  std::vector<SteadyEvent> seen;
+  job->ranks[1].engine->on_steady_event([&](const SteadyEvent& e) { seen.push_back(e); });
+  const bool listening = job->ranks[1].engine->setup_channel_open();
+  f.fabric().fail_over(1, 0);
+  run(f, *job, 10ms, [] { return false; });
+  size_t conns = 0, listener = 0;
+  for (const SteadyEvent& e : seen) {
+    ASSERT_EQ(e.type, prov::CmEventType::addr_change);
+    (e.scope == SteadyEvent::Scope::listener ? listener : conns)++;
+  }
+  EXPECT_EQ(conns, 4u);
+  EXPECT_EQ(listener, listening ? 1u : 0u);
+  const Engine& e = *job->ranks[1].engine;
+  EXPECT_EQ(e.stats()[Counter::addr_changes], conns + listener);
+  EXPECT_EQ(e.connected(), 4u) << "an address change tears nothing down";
+  EXPECT_FALSE(e.device_lost());
 }
 
 }  // namespace

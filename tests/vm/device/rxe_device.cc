@@ -32,13 +32,14 @@ RxeDevice::RxeDevice(std::string name, std::string netdev, std::string addr)
 }
 
 RxeDevice::~RxeDevice() {
-  // A delete still blocked in the kernel holds the netdev: deleting that would block too (the
-  // kernel waits for its users). Both finish once this process has exited.
-  if (deleting_.valid() && deleting_.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
-    std::fprintf(stderr, "[device] %s: its delete is still pending; %s left to it\n", name_.c_str(), netdev_.c_str());
-    return;
-  }
-  sh("rdma link delete " + name_ + " 2>/dev/null; ip link del " + netdev_ + " 2>/dev/null; true");
+  // rxe cannot take a device away from a process that has it open, and librdmacm keeps its
+  // device contexts open while the process lives: a delete from here would block until this
+  // process exits. So the clean-up runs detached and finishes after the exit (a delete already
+  // in flight, likewise, and the netdev goes after it).
+  const bool pending = deleting_.valid() && deleting_.wait_for(std::chrono::seconds(1)) != std::future_status::ready;
+  std::string rm = "for i in $(seq 120); do ip link del " + netdev_ + " 2>/dev/null && break; sleep 1; done";
+  if (!pending) rm = "rdma link delete " + name_ + " 2>/dev/null; " + rm;
+  sh("nohup sh -c '" + rm + "' >/dev/null 2>&1 &");
 }
 
 void RxeDevice::start_delete() {
