@@ -191,6 +191,9 @@ Status Connection::accept(const qp::QpFactory& factory) {
     // before the RTU raises COMM_EST (IBA 11.6.3); one already in RTS raises nothing, and
     // the CM would go on waiting for an RTU that may be lost.
     WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp));
+    // The phase stamp keeps its meaning (the QP ready, the REP about to go): what follows,
+    // up to ESTABLISHED, is the wait for the RTU (stats.h, Phase::establish).
+    t_.rts = now();
     prov::ConnParam p = profile_.param;
     p.qp_num = qp_->qpn();
     p.private_data.assign(given_.private_data.bytes().begin(), given_.private_data.bytes().end());
@@ -273,8 +276,7 @@ void Connection::on_event(const prov::CmEvent& ev) {
     case CmEventType::established:
       if (state_ != State::accepting) break;
       if (Status s = qp::to_rts(*qp_, *id_, profile_.qp); !s) return fail(FailKind::local_error, s.error());
-      t_.rts = now();
-      t_.established = t_.rts;
+      t_.established = now();
       state_ = State::established;
       return;
     case CmEventType::addr_error: return fail_event(FailKind::address_error, ev);

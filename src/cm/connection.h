@@ -75,6 +75,7 @@ inline constexpr Nanos kUnset{-1};
 struct Timings {
   Nanos start = kUnset, addr_resolved = kUnset, route_resolved = kUnset, qp_created = kUnset,
         request = kUnset, response = kUnset, rts = kUnset, established = kUnset;
+  // rts: the QP at RTS (passive: at RTR, as its REP goes; it reaches RTS with ESTABLISHED).
 };
 
 // What every connection of one owner shares (the engine's options): built once by the owner

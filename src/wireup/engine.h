@@ -187,7 +187,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // the device's events: async events, COMM_EST, removal, ADDR_CHANGE (engine_device.cc)
   bool owns_qp(uint32_t qpn) const override;
   void on_device_event(const prov::DeviceEvent& ev) override;
-  Pair* pair_of_qpn(uint32_t qpn);
+  const Pair* pair_of_qpn(uint32_t qpn) const;
   void answer_comm_est(const prov::DeviceEvent& ev, Pair* p);
   void on_listener_event(prov::CmEvent& ev);
   // Every open pair given up (cause device_removed), no more connects, the listener closed.

@@ -28,9 +28,9 @@ int Engine::dispatch_device() {
   return prov::dispatch_device_events(*d, 64);
 }
 
-Pair* Engine::pair_of_qpn(uint32_t qpn) {
+const Pair* Engine::pair_of_qpn(uint32_t qpn) const {
   if (qpn == 0) return nullptr;
-  for (Pair& p : pairs_) {
+  for (const Pair& p : pairs_) {
     if (auto* c = p.as<Connecting>(); c && c->conn && c->conn->qp() && c->conn->qp()->qpn() == qpn) return &p;
     // Established: by the result, which keeps the QPN after the transport took the QP.
     if (auto* e = p.as<Established>(); e && records_.results()[e->result].local_qpn == qpn) return &p;
@@ -38,11 +38,12 @@ Pair* Engine::pair_of_qpn(uint32_t qpn) {
   return nullptr;
 }
 
-bool Engine::owns_qp(uint32_t qpn) const { return const_cast<Engine*>(this)->pair_of_qpn(qpn) != nullptr; }
+bool Engine::owns_qp(uint32_t qpn) const { return pair_of_qpn(qpn) != nullptr; }
 
 void Engine::on_device_event(const prov::DeviceEvent& ev) {
   ++stats_[Counter::device_events];
-  Pair* p = prov::scope_of(ev.type) == prov::DeviceEventScope::qp ? pair_of_qpn(ev.qpn) : nullptr;
+  const Pair* found = prov::scope_of(ev.type) == prov::DeviceEventScope::qp ? pair_of_qpn(ev.qpn) : nullptr;
+  Pair* p = found != nullptr ? pairs_.at(pairs_.index(*found)) : nullptr;
   if (ev.type == DeviceEventType::comm_est && p != nullptr) return answer_comm_est(ev, p);
   DeviceEventReport r{ev, p != nullptr, p ? p->peer : 0u, p ? uint32_t{p->lane} : 0u};
   switch (ev.type) {

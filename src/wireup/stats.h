@@ -21,7 +21,7 @@ enum class Phase : uint8_t {
   resolve_route,  // rdma_resolve_route -> ROUTE_RESOLVED
   qp_create,      // ROUTE_RESOLVED (or CONNECT_REQUEST) -> QP at INIT, incl. waiting for the QP window
   req_to_rep,     // REQ sent -> CONNECT_RESPONSE (active)
-  rtr_rts,        // QP to RTR and RTS
+  rtr_rts,        // QP to RTR and RTS (passive: to RTR; RTS follows ESTABLISHED)
   establish,      // RTS -> established (passive: waits for the RTU)
   total,          // first attempt started -> established
   attempt,        // start of the successful attempt (passive: its REQ) -> established
