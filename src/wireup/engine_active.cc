@@ -1,5 +1,7 @@
 // The active side (starting connects within the window, granting QPs), and how every pair
 // settles: established (migrated, recorded), failed (retried or given up), expired.
+#include <cerrno>
+
 #include "common/log.h"
 #include "wireup/engine.h"
 
@@ -166,7 +168,12 @@ void Engine::settle_failure(Pair& p) {
 void Engine::fail_pair(Pair& p, const cm::Failure& f) {
   stats_.failure(f.kind);
   if (f.kind == cm::FailKind::rejected) stats_.reject_received(f.status);
-  if (f.kind == cm::FailKind::device_removal) {
+  // A local call refused because the device is going away counts as its removal: on rxe,
+  // rdma_init_qp_attr answered ENXIO for a CONNECT_RESPONSE handled while `rdma link delete`
+  // ran, before that id's own DEVICE_REMOVAL (tests/vm/device).
+  const bool device_gone = f.kind == cm::FailKind::device_removal ||
+                           (f.kind == cm::FailKind::local_error && (f.error.err == ENODEV || f.error.err == ENXIO));
+  if (device_gone) {
     // Final, on either side: this id's device is gone, and with it every other pair's.
     ++stats_[Counter::device_removals];
     give_up(p, f, PeerError::Cause::device_removed);
