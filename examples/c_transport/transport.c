@@ -74,6 +74,17 @@ static void on_event(void* arg, const wireup_event_t* ev) {
   t->lanes_lost += strcmp(ev->name, "RTU_LOST") == 0;
 }
 
+/* The device's async events the library did not answer itself (it answers COMM_EST): a
+ * transport would tear down the connection a QP_FATAL names; this one says what came. */
+static void on_device_event(void* arg, const wireup_device_event_t* ev) {
+  (void)arg;
+  if (ev->known)
+    fprintf(stderr, "c_transport: %s on %s, qpn 0x%x (rank %u lane %u)\n", ev->name, ev->device, ev->qpn, ev->peer,
+            ev->lane);
+  else
+    fprintf(stderr, "c_transport: %s on %s (port %u, qpn 0x%x)\n", ev->name, ev->device, ev->port, ev->qpn);
+}
+
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -239,6 +250,7 @@ int main(int argc, char** argv) {
   wireup_t* w = NULL;
   if (wireup_create(ctx, &wp, create_qp, &t, &w) != WIREUP_OK) die(rank, "wireup_create", wireup_last_error(NULL));
   wireup_on_event(w, on_event, &t);
+  wireup_on_device_event(w, on_device_event, &t);
 
   struct wire_address mine = {WIREUP_ADDRESS_MAX, {0}};
   size_t len = sizeof mine.bytes;

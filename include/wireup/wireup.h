@@ -334,32 +334,8 @@ size_t wireup_error_count(const wireup_t* w);
 /* Copies error `i` into *out; strings valid until wireup_destroy. Errors as wireup_result_get. */
 wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_t* out);
 
-typedef enum wireup_event_type {
-  WIREUP_EVENT_DISCONNECTED = 1,   /* the peer disconnected (or its node went away); status
-                                      -ECONNRESET, name "RTU_LOST": the peer never got this
-                                      handed-over connection's RTU and has no connection
-                                      behind it; wireup does not reconnect it: stop using the
-                                      lane, move its QP to ERR, destroy it when done (the
-                                      CM's own DISCONNECTED, TIMEWAIT_EXIT follow) */
-  WIREUP_EVENT_DEVICE_REMOVAL = 2, /* the device under the connection is going away */
-  WIREUP_EVENT_ADDR_CHANGE = 3,    /* the local address moved (bonding failover, ...) */
-  WIREUP_EVENT_TIMEWAIT_EXIT = 4,  /* the QP left timewait: its QPN may be reused */
-  WIREUP_EVENT_OTHER = 5
-} wireup_event_type_t;
-
-typedef struct wireup_event {
-  uint32_t peer;
-  uint32_t lane;
-  wireup_event_type_t type;
-  int status;        /* the CM event's status */
-  const char* name;  /* the CM event's name ("DISCONNECTED"), or "RTU_LOST" (see above) */
-} wireup_event_t;
-
-typedef void (*wireup_event_fn)(void* arg, const wireup_event_t* ev);
-
-/* Registers the callback for what happens to established connections (called from
- * wireup_progress; not during wireup_destroy). fn NULL unregisters. */
-wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn, void* arg);
+/* Events of established connections and of the device: wireup_events.h (included here). */
+#include "wireup/wireup_events.h"
 
 /*
  * wireup_stats_json -- counters and per-phase timing summaries as one JSON object.

@@ -77,6 +77,7 @@ void wireup_destroy(wireup_t* w) {
   guarded("wireup_destroy", &w->last_error, [&] {
     capi::hand_over_new_results(w);  // what connected in the last call too: close() releases only the rest
     w->engine->on_steady_event(nullptr);  // the transport may be tearing its callback state down
+    w->engine->on_device_report(nullptr);
     if (Status s = w->engine->close(kDestroyDrain); !s)
       WIREUP_LOG(warn, "wireup_destroy: %s", s.message().c_str());
     return WIREUP_OK;

@@ -1,5 +1,5 @@
-// What wireup built (results), what it could not (errors), what happens afterwards (events),
-// and the statistics.
+// What wireup built (results), what it could not (errors), and the statistics. Events are in
+// events.cc.
 #include <cstring>
 
 #include "capi/handles.h"
@@ -25,16 +25,6 @@ wireup_status_t bad_index(const wireup_t* w, const char* fn, size_t i, size_t n)
 uint64_t ns(const std::array<Nanos, kPhases>& d, Phase p) {
   const Nanos v = d[static_cast<size_t>(p)];
   return v == cm::kUnset ? 0 : static_cast<uint64_t>(v.count());
-}
-
-wireup_event_type_t event_type(prov::CmEventType t) {
-  switch (t) {
-    case prov::CmEventType::disconnected: return WIREUP_EVENT_DISCONNECTED;
-    case prov::CmEventType::device_removal: return WIREUP_EVENT_DEVICE_REMOVAL;
-    case prov::CmEventType::addr_change: return WIREUP_EVENT_ADDR_CHANGE;
-    case prov::CmEventType::timewait_exit: return WIREUP_EVENT_TIMEWAIT_EXIT;
-    default: return WIREUP_EVENT_OTHER;
-  }
 }
 
 // The peer's own reason, when its REJ carried our private data.
@@ -146,23 +136,6 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
     x.status = e.failure.kind == cm::FailKind::local_error ? capi::to_status(e.failure.error.code)
                                                             : kind_status(e.failure.kind);
     *out = x;
-    return WIREUP_OK;
-  });
-}
-
-wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn_ptr, void* arg) {
-  const char* fn = "wireup_on_event";
-  if (w == nullptr) return null_handle(fn);
-  return guarded(fn, &w->last_error, [&] {
-    if (fn_ptr == nullptr) {
-      w->engine->on_steady_event(nullptr);
-      return WIREUP_OK;
-    }
-    w->engine->on_steady_event([fn_ptr, arg](const SteadyEvent& e) {
-      const wireup_event_t ev{e.peer, e.lane, event_type(e.type), e.status,
-                              e.rtu_lost ? "RTU_LOST" : prov::to_string(e.type)};
-      fn_ptr(arg, &ev);
-    });
     return WIREUP_OK;
   });
 }

@@ -186,8 +186,13 @@ Status Connection::accept(const qp::QpFactory& factory) {
       WIREUP_TRY(id_->reject_ece({}));
       return Error::make(ErrorCode::rejected, "rdma_reject_ece", d->why);
     }
+    // RTR only: the QP goes to RTS once the CM says the connection is established (the RTU,
+    // or COMM_EST through notify_comm_est()). A QP in RTR that receives a request packet
+    // before the RTU raises COMM_EST (IBA 11.6.3); one already in RTS raises nothing, and
+    // the CM would go on waiting for an RTU that may be lost.
     WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp));
-    WIREUP_TRY(qp::to_rts(*qp_, *id_, profile_.qp));
+    // The phase stamp keeps its meaning (the QP ready, the REP about to go): what follows,
+    // up to ESTABLISHED, is the wait for the RTU (stats.h, Phase::establish).
     t_.rts = now();
     prov::ConnParam p = profile_.param;
     p.qp_num = qp_->qpn();
@@ -275,6 +280,7 @@ void Connection::on_event(const prov::CmEvent& ev) {
       return on_response(ev);
     case CmEventType::established:
       if (state_ != State::accepting) break;
+      if (Status s = qp::to_rts(*qp_, *id_, profile_.qp); !s) return fail(FailKind::local_error, s.error());
       t_.established = now();
       state_ = State::established;
       return;
@@ -303,6 +309,13 @@ void Connection::on_cm_event(prov::CmEvent& ev) {
 }
 
 Status Connection::migrate(prov::EventChannel& to, prov::Route route) { return id_->migrate(to, route); }
+
+Status Connection::notify_comm_est() {
+  if (state_ != State::accepting || given_.role != Role::passive)
+    return Error::make(ErrorCode::invalid_state, "Connection::notify_comm_est",
+                       std::string("in state ") + to_string(state_));
+  return id_->notify_comm_est();
+}
 
 Status Connection::disconnect() {
   if (state_ != State::established) return Status::ok();

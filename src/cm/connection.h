@@ -3,7 +3,8 @@
 // Active:  start() -> ADDR_RESOLVED -> ROUTE_RESOLVED -> [owner grants a QP] connect() ->
 //          CONNECT_RESPONSE -> ECE -> RTR -> RTS -> rdma_establish -> established
 // Passive: from_request() (owner validated the private data first) -> accept() [QP, ECE,
-//          RTR, RTS, rdma_accept with qp_num] -> ESTABLISHED -> established
+//          RTR, rdma_accept with qp_num] -> ESTABLISHED (the RTU, or COMM_EST told to the CM
+//          with notify_comm_est()) -> RTS -> established
 // A connection is the sink of its own id's events (prov::dispatch hands them here); after
 // each one it tells its observer, which may then grant a QP, migrate the id or retire the
 // connection. A retired connection is detached first: it keeps absorbing (and acking) the
@@ -74,6 +75,7 @@ inline constexpr Nanos kUnset{-1};
 struct Timings {
   Nanos start = kUnset, addr_resolved = kUnset, route_resolved = kUnset, qp_created = kUnset,
         request = kUnset, response = kUnset, rts = kUnset, established = kUnset;
+  // rts: the QP at RTS (passive: at RTR, as its REP goes; it reaches RTS with ESTABLISHED).
 };
 
 // What every connection of one owner shares (the engine's options): built once by the owner
@@ -160,8 +162,12 @@ class Connection final : public prov::CmEventSink {
   // mistaken for a real connection's QP. A CONNECT_RESPONSE to it is a protocol error.
   Status notify();
   bool qpless() const { return ans_.qpless; }
-  // Passive, in requested: QP, INIT, ECE answer (reject_ece if refused), RTR, RTS, accept.
+  // Passive, in requested: QP, INIT, ECE answer (reject_ece if refused), RTR, accept. The
+  // QP goes to RTS on ESTABLISHED.
   Status accept(const qp::QpFactory& factory);
+  // Passive, in accepting: the QP raised COMM_EST (data before the RTU): rdma_notify, and the
+  // CM delivers ESTABLISHED as if the RTU had come.
+  Status notify_comm_est();
   // Feeds one CM event of this connection's id. Errors end up in failure(), not here.
   void on_event(const prov::CmEvent& ev);
   // prov::CmEventSink: on_event, ack, then the observer (unless detached).

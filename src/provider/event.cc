@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 
 #include "provider/provider.h"
@@ -64,6 +65,59 @@ int dispatch(EventChannel& ch, int max, size_t* unrouted) {
       continue;  // acked (and a new id destroyed) as ev goes out of scope
     }
     sink->on_cm_event(*ev);
+  }
+  return n;
+}
+
+}  // namespace wireup::prov
+
+// --- device async events ---------------------------------------------------------------------
+namespace wireup::prov {
+
+void Device::add_sink(DeviceEventSink* s) {
+  if (std::find(sinks_.begin(), sinks_.end(), s) == sinks_.end()) sinks_.push_back(s);
+}
+
+void Device::remove_sink(DeviceEventSink* s) { sinks_.erase(std::remove(sinks_.begin(), sinks_.end(), s), sinks_.end()); }
+
+DeviceSubscription& DeviceSubscription::operator=(DeviceSubscription&& o) noexcept {
+  if (this != &o) {
+    reset();
+    dev_ = std::exchange(o.dev_, nullptr);
+    sink_ = o.sink_;
+  }
+  return *this;
+}
+
+void DeviceSubscription::reset() {
+  if (dev_ != nullptr) dev_->remove_sink(sink_);
+  dev_ = nullptr;
+}
+
+int dispatch_device_events(Device& dev, int max, size_t* unclaimed) {
+  int n = 0;
+  for (; n < max; ++n) {
+    auto ev = dev.get_async_event();
+    if (!ev) {
+      if (ev.code() != ErrorCode::would_block)
+        WIREUP_LOG(error, "async events of %s: %s", dev.info().name.c_str(), ev.error().message().c_str());
+      break;
+    }
+    // A copy of the list: a sink may unsubscribe (or subscribe another) while it handles one.
+    std::vector<DeviceEventSink*> sinks(dev.sinks().begin(), dev.sinks().end());
+    if (sinks.empty()) {
+      if (unclaimed != nullptr) ++*unclaimed;
+      WIREUP_LOG(info, "async event nobody listens for: %s", ev->describe().c_str());
+      continue;
+    }
+    if (scope_of(ev->type) == DeviceEventScope::qp) {
+      auto owner = std::find_if(sinks.begin(), sinks.end(), [&](DeviceEventSink* s) { return s->owns_qp(ev->qpn); });
+      if (owner != sinks.end()) {
+        (*owner)->on_device_event(*ev);
+        continue;
+      }
+    }
+    for (DeviceEventSink* s : sinks) s->on_device_event(*ev);
   }
   return n;
 }

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -225,6 +226,18 @@ class Pd {
   virtual void* native() const = 0;  // ibv_pd* on rdma
 };
 
+// Takes a device's asynchronous events. A QP's event goes to the one sink that owns the QP,
+// or to every sink when none does (a QP of the transport's own); a port's, a CQ's or the
+// device's event goes to every sink. Called from dispatch_device_events(), acked already.
+class DeviceEventSink {
+ public:
+  virtual bool owns_qp(uint32_t qpn) const = 0;
+  virtual void on_device_event(const DeviceEvent& ev) = 0;
+
+ protected:
+  ~DeviceEventSink() = default;
+};
+
 // An open RDMA device (ibv_context); owned by the provider, alive as long as it is.
 class Device {
  public:
@@ -233,7 +246,45 @@ class Device {
   virtual Result<std::unique_ptr<Pd>> alloc_pd() = 0;
   virtual Result<std::unique_ptr<Cq>> create_cq(int cqe, bool with_comp_channel) = 0;
   virtual void* native() const = 0;  // ibv_context* on rdma
+  // The async event fd (ibv_context::async_fd, non-blocking): readable when an event is
+  // pending; -1 if the provider has none.
+  virtual int async_fd() const = 0;
+  // Non-blocking ibv_get_async_event, copied out and acked at once (ibv_ack_async_event):
+  // ibv_destroy_qp waits for the acks of its QP's events, so none is ever held. would_block
+  // when nothing is pending.
+  virtual Result<DeviceEvent> get_async_event() = 0;
+  // Does get_async_event() have an event without blocking (for waits that cannot poll fds).
+  virtual bool async_pending() const = 0;
+
+  // The sinks dispatch_device_events() hands this device's events to (not owned; see
+  // DeviceSubscription). Several owners (engines) may share one device.
+  void add_sink(DeviceEventSink* s);
+  void remove_sink(DeviceEventSink* s);
+  std::span<DeviceEventSink* const> sinks() const { return sinks_; }
+
+ private:
+  std::vector<DeviceEventSink*> sinks_;
 };
+
+// A sink's place on a device, for as long as this object lives.
+class DeviceSubscription {
+ public:
+  DeviceSubscription() = default;
+  DeviceSubscription(Device& d, DeviceEventSink& s) : dev_(&d), sink_(&s) { d.add_sink(&s); }
+  ~DeviceSubscription() { reset(); }
+  DeviceSubscription(DeviceSubscription&& o) noexcept : dev_(std::exchange(o.dev_, nullptr)), sink_(o.sink_) {}
+  DeviceSubscription& operator=(DeviceSubscription&& o) noexcept;
+  void reset();
+  Device* device() const { return dev_; }
+
+ private:
+  Device* dev_ = nullptr;
+  DeviceEventSink* sink_ = nullptr;
+};
+
+// Takes up to `max` async events of `dev` and hands each to its sinks (see DeviceEventSink).
+// Returns the number taken; events no sink was there for are counted in `unclaimed`.
+int dispatch_device_events(Device& dev, int max, size_t* unclaimed = nullptr);
 
 class Provider {
  public:
@@ -243,9 +294,12 @@ class Provider {
   virtual Result<std::vector<Device*>> devices() = 0;
   virtual Result<std::unique_ptr<EventChannel>> create_channel() = 0;
   virtual Result<std::unique_ptr<CmId>> create_id(EventChannel& ch, PortSpace ps, Route route) = 0;
-  // Waits until one of `channels` has an event or `timeout` passes (ok either way; a
-  // timeout is not an error). On sim this advances the virtual clock.
-  virtual Status wait(std::span<EventChannel* const> channels, Nanos timeout) = 0;
+  // Waits until one of `channels` has an event, one of `devices` an async event, or
+  // `timeout` passes (ok either way; a timeout is not an error). On sim this advances the
+  // virtual clock.
+  virtual Status wait(std::span<EventChannel* const> channels, std::span<Device* const> devices,
+                      Nanos timeout) = 0;
+  Status wait(std::span<EventChannel* const> channels, Nanos timeout) { return wait(channels, {}, timeout); }
   virtual const Clock& clock() const = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <cstdio>
 #include <cstring>
 
 namespace wireup::prov {
@@ -136,6 +137,55 @@ const char* to_string(CmEventType t) {
       "TIMEWAIT_EXIT"};
   auto i = static_cast<size_t>(t);
   return i < std::size(names) ? names[i] : "UNKNOWN_EVENT";
+}
+
+const char* to_string(DeviceEventType t) {
+  static const char* names[] = {
+      "CQ_ERR",       "QP_FATAL",   "QP_REQ_ERR",   "QP_ACCESS_ERR", "COMM_EST",
+      "SQ_DRAINED",   "PATH_MIG",   "PATH_MIG_ERR", "DEVICE_FATAL",  "PORT_ACTIVE",
+      "PORT_ERR",     "LID_CHANGE", "PKEY_CHANGE",  "SM_CHANGE",     "SRQ_ERR",
+      "SRQ_LIMIT_REACHED", "QP_LAST_WQE_REACHED", "CLIENT_REREGISTER", "GID_CHANGE", "WQ_FATAL"};
+  auto i = static_cast<size_t>(t);
+  return i < std::size(names) ? names[i] : "UNKNOWN_ASYNC_EVENT";
+}
+
+DeviceEventScope scope_of(DeviceEventType t) {
+  using T = DeviceEventType;
+  switch (t) {
+    case T::cq_err: return DeviceEventScope::cq;
+    case T::qp_fatal:
+    case T::qp_req_err:
+    case T::qp_access_err:
+    case T::comm_est:
+    case T::sq_drained:
+    case T::path_mig:
+    case T::path_mig_err:
+    case T::qp_last_wqe_reached: return DeviceEventScope::qp;
+    case T::srq_err:
+    case T::srq_limit_reached: return DeviceEventScope::srq;
+    case T::wq_fatal: return DeviceEventScope::wq;
+    case T::port_active:
+    case T::port_err:
+    case T::lid_change:
+    case T::pkey_change:
+    case T::sm_change:
+    case T::client_reregister:
+    case T::gid_change: return DeviceEventScope::port;
+    case T::device_fatal: return DeviceEventScope::device;
+  }
+  return DeviceEventScope::device;
+}
+
+std::string DeviceEvent::describe() const {
+  std::string s = device + ": " + to_string(type);
+  char buf[32];
+  if (scope_of(type) == DeviceEventScope::qp) {
+    std::snprintf(buf, sizeof buf, " (qpn 0x%x)", qpn);
+    s += buf;
+  } else if (scope_of(type) == DeviceEventScope::port) {
+    s += " (port " + std::to_string(port) + ")";
+  }
+  return s;
 }
 
 const char* to_string(QpState s) {

@@ -65,6 +65,44 @@ enum class CmEventType : uint8_t {
 };
 const char* to_string(CmEventType t);
 
+// Asynchronous events of a device (ibv_get_async_event), same order and values as enum
+// ibv_event_type. QP events name the QP by number (DeviceEvent::qpn), port events the port.
+enum class DeviceEventType : uint8_t {
+  cq_err,
+  qp_fatal,
+  qp_req_err,
+  qp_access_err,
+  comm_est,          // the first request packet reached a QP still in RTR (before the RTU)
+  sq_drained,
+  path_mig,
+  path_mig_err,
+  device_fatal,      // the device is gone or broken (also sent by the kernel on its removal)
+  port_active,
+  port_err,
+  lid_change,
+  pkey_change,
+  sm_change,
+  srq_err,
+  srq_limit_reached,
+  qp_last_wqe_reached,
+  client_reregister,
+  gid_change,
+  wq_fatal,
+};
+const char* to_string(DeviceEventType t);
+// The element an event is about, as ibv_async_event's union says.
+enum class DeviceEventScope : uint8_t { qp, cq, srq, wq, port, device };
+DeviceEventScope scope_of(DeviceEventType t);
+
+// One async event, copied out of the provider (acked by then: nothing here points into it).
+struct DeviceEvent {
+  DeviceEventType type = DeviceEventType::device_fatal;
+  uint32_t qpn = 0;     // scope qp
+  uint8_t port = 0;     // scope port
+  std::string device;   // the device's name
+  std::string describe() const;
+};
+
 // IB CM reject reasons carried as the status of RDMA_CM_EVENT_REJECTED (IBTA 12.6.7.2).
 namespace reject_reason {
 inline constexpr int no_listener = 8;     // IB_CM_REJ_INVALID_SERVICE_ID: nothing listening

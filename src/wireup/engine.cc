@@ -66,6 +66,7 @@ Engine::~Engine() { teardown(); }
 void Engine::teardown() {
   // Ids before their channels: connections (QP, then id) and established ids first, then
   // the listener, then the setup channel (anything still queued on it is dropped unread).
+  removed_.clear();
   if (channels_.setup) channels_.setup->graveyard.clear();
   pairs_.clear();
   if (channels_.setup) {
@@ -101,6 +102,8 @@ Status Engine::listen() {
   s.listener = std::move(id).value();
   if (opt().reuseaddr) WIREUP_TRY(s.listener->set_reuseaddr(true));
   WIREUP_TRY(s.listener->bind_addr(opt().listen_addr));
+  // Bound to the device's address: the id names the device whose async events are ours.
+  if (prov::Device* d = s.listener->device()) device_ = prov::DeviceSubscription(*d, *this);
   return s.listener->listen(opt().backlog);
 }
 
@@ -174,10 +177,7 @@ Status Engine::start() {
 
 void Engine::on_cm_event(prov::CmEvent& ev) {
   if (ev.type == prov::CmEventType::connect_request) return handle_request(ev);
-  if (ev.id->route().tag == kListenerTag) {
-    WIREUP_LOG(warn, "rank %u: listener event %s", opt().rank, ev.describe().c_str());
-    return;
-  }
+  if (ev.id->route().tag == kListenerTag) return on_listener_event(ev);
   answer_steady(ev);
 }
 
@@ -241,13 +241,18 @@ Result<int> Engine::progress() {
     expire();
     ++work;
   }
+  // First: a COMM_EST answered now lets this very call see the ESTABLISHED it brings.
+  work += dispatch_device();
   if (channels_.setup) {
     // Bounded per call so a connection storm cannot starve the steady channel or the caller.
     const int n = prov::dispatch(*channels_.setup->channel, 256);
     stats_[Counter::events] += static_cast<uint64_t>(n);
     work += n;
+    // Its DEVICE_REMOVAL was acked by the loop above: the listener can go now.
+    if (channels_.setup->listener_removed) channels_.setup->listener.reset();
   }
   work += drain_steady();
+  bury_removed();
   if (channels_.setup) {
     work += start_connects();
     if (admission_.qp_grant_ready()) work += grant_qps();
@@ -284,7 +289,8 @@ Status Engine::wait(Nanos timeout) {
   const Nanos until = std::min(t + timeout, next_wakeup());
   if (until <= t) return Status::ok();
   auto ch = channels();
-  return prov_.wait(ch, until - t);
+  auto dev = devices();
+  return prov_.wait(ch, dev, until - t);
 }
 
 Nanos Engine::linger_until() const {
@@ -296,9 +302,9 @@ void Engine::maybe_end_setup() {
   if (!life_.started || pairs_.open() != 0 || !channels_.setup) return;
   // Every pair is settled, but a passive peer may still be re-sending the REP of a
   // connection we initiated and will ask about it when its retries run out (rtu_linger).
-  if (now() < linger_until()) return;
   // An abandon notice still on its way tells a passive peer not to wait for us: give it time.
-  if (now() < farewell_until()) return;
+  // Neither can happen without a device.
+  if (!life_.device_lost && (now() < linger_until() || now() < farewell_until())) return;
   // Nobody needs our listener any more: turn away what is still queued, then close.
   Setup& s = *channels_.setup;
   s.closing = true;
@@ -317,7 +323,14 @@ std::vector<int> Engine::fds() const {
   std::vector<int> v;
   for (prov::EventChannel* c : channels())
     if (c->fd() >= 0) v.push_back(c->fd());
+  for (prov::Device* d : devices())
+    if (d->async_fd() >= 0) v.push_back(d->async_fd());
   return v;
+}
+
+std::vector<prov::Device*> Engine::devices() const {
+  if (device_.device() == nullptr) return {};
+  return {device_.device()};
 }
 
 std::vector<prov::EventChannel*> Engine::channels() const {

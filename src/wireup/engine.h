@@ -38,9 +38,10 @@
 
 namespace wireup {
 
-class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
+class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, private prov::DeviceEventSink {
  public:
   using SteadyCallback = Records::SteadyCallback;
+  using DeviceCallback = Records::DeviceCallback;
 
   // Creates both channels and the listener (bound, listening): local_address() is valid.
   static Result<std::unique_ptr<Engine>> create(prov::Provider& p, EngineOptions o, qp::QpFactory factory);
@@ -58,11 +59,13 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   Result<int> progress();
   // Blocks until a channel has an event, next_wakeup() is due, or `timeout` passes.
   Status wait(Nanos timeout);
-  // Pollable fds for the transport's event loop (the setup channel, until it is gone, and the
-  // steady channel).
+  // Pollable fds for the transport's event loop (the setup channel, until it is gone, the
+  // steady channel, and the async event fd of the listener's device).
   std::vector<int> fds() const;
-  // The channels behind fds(), for drivers that wait on many engines through the provider.
+  // The channels and the device behind fds(), for drivers that wait on many engines through
+  // the provider.
   std::vector<prov::EventChannel*> channels() const;
+  std::vector<prov::Device*> devices() const;
   // Every planned pair is established or given up on. The setup channel may stay open
   // after this for EngineOptions::rtu_linger, and while an abandon notice (engine_abandon.cc)
   // is on its way (at most kFarewellBound): keep calling progress().
@@ -80,6 +83,12 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   const std::vector<PeerError>& errors() const { return records_.errors(); }
   const Stats& stats() const { return stats_; }
   void on_steady_event(SteadyCallback cb) { records_.on_steady_event(std::move(cb)); }
+  // The device's async events the engine does not answer itself (engine_device.cc). Called
+  // from progress(), possibly another engine's on the same device (they share its events).
+  void on_device_report(DeviceCallback cb) { records_.on_device_event(std::move(cb)); }
+  // This rank's device went away (DEVICE_REMOVAL or DEVICE_FATAL): nothing is accepted or
+  // started any more, every open pair was reported (cause device_removed).
+  bool device_lost() const { return life_.device_lost; }
   // Transfers the QP of an established (peer, lane) to the caller.
   std::unique_ptr<prov::Qp> take_qp(uint32_t peer, uint32_t lane);
   // Disconnects everything, drains for at most `drain`, destroys ids (and QPs not taken).
@@ -101,6 +110,14 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
     // one of them may be the very connection whose event is being handled.
     std::vector<std::unique_ptr<cm::Connection>> graveyard;
     bool closing = false;  // wireup is over: what is still queued is turned away
+    bool listener_removed = false;  // DEVICE_REMOVAL: destroyed once its event is acked
+  };
+  // An established id (and the QP, if the transport never took it) whose device went away:
+  // rdma_cm(7) says destroy it; kept until the event loop that saw its DEVICE_REMOVAL acked
+  // it. The QP is declared last: destroyed first.
+  struct Removed {
+    std::unique_ptr<prov::CmId> id;
+    std::unique_ptr<prov::Qp> qp;
   };
   struct Channels {
     std::unique_ptr<prov::EventChannel> steady;
@@ -119,6 +136,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
     Nanos last_active_established = cm::kUnset;
     uint32_t farewells = 0;            // abandon notices in flight
     Nanos farewell_until = cm::kUnset; // the setup channel waits for them until then
+    bool device_lost = false;          // see device_lost()
   };
   // How long the end of wireup waits for abandon notices still in flight: their peers answer
   // at once when reachable; one that is not falls back to its own wireup timeout.
@@ -174,6 +192,19 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   void answer_steady(prov::CmEvent& ev);
   int drain_steady();
 
+  // the device's events: async events, COMM_EST, removal, ADDR_CHANGE (engine_device.cc)
+  bool owns_qp(uint32_t qpn) const override;
+  void on_device_event(const prov::DeviceEvent& ev) override;
+  const Pair* pair_of_qpn(uint32_t qpn) const;
+  void answer_comm_est(const prov::DeviceEvent& ev, Pair* p);
+  void on_listener_event(prov::CmEvent& ev);
+  // Every open pair given up (cause device_removed), no more connects, the listener closed.
+  void lose_device(const std::string& why);
+  // A steady id's DEVICE_REMOVAL: reported, then the id (and an untaken QP) destroyed.
+  void remove_established(Pair& p);
+  int dispatch_device();
+  void bury_removed();
+
   // final answers told across (engine_abandon.cc)
   bool owes_farewell(const Pair& p, const cm::Failure& f, PeerError::Cause cause) const;
   void say_farewell(Pair& p);
@@ -205,7 +236,9 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
 
   prov::Provider& prov_;
   Fixed fixed_;
+  prov::DeviceSubscription device_;  // the listener's device: its async events come here
   Channels channels_;
+  std::vector<Removed> removed_;     // after channels_: destroyed before the steady channel
   PeerTable peers_;
   PairTable pairs_;
   Admission admission_;

@@ -1,5 +1,7 @@
 // The active side (starting connects within the window, granting QPs), and how every pair
 // settles: established (migrated, recorded), failed (retried or given up), expired.
+#include <cerrno>
+
 #include "common/log.h"
 #include "wireup/engine.h"
 
@@ -164,6 +166,17 @@ void Engine::settle_failure(Pair& p) {
 void Engine::fail_pair(Pair& p, const cm::Failure& f) {
   stats_.failure(f.kind);
   if (f.kind == cm::FailKind::rejected) stats_.reject_received(f.status);
+  // A local call refused because the device is going away counts as its removal: on rxe,
+  // rdma_init_qp_attr answered ENXIO for a CONNECT_RESPONSE handled while `rdma link delete`
+  // ran, before that id's own DEVICE_REMOVAL (tests/vm/device).
+  const bool device_gone = f.kind == cm::FailKind::device_removal ||
+                           (f.kind == cm::FailKind::local_error && (f.error.err == ENODEV || f.error.err == ENXIO));
+  if (device_gone) {
+    // Final, on either side: this id's device is gone, and with it every other pair's.
+    ++stats_[Counter::device_removals];
+    give_up(p, f, PeerError::Cause::device_removed);
+    return lose_device("the device was removed (DEVICE_REMOVAL on a connecting id)");
+  }
   if (p.role == cm::Role::passive) {
     // An ECE refusal, ours (reject_ece sent) or the peer's (REJ 35 to our REP), is final on
     // both sides: the active side never retries reason 35, so nothing better can come.

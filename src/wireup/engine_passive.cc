@@ -64,6 +64,12 @@ void Engine::answer_steady(prov::CmEvent& ev) {
     (void)e->id->disconnect();
   }
   records_.report(SteadyEvent{p->peer, p->lane, ev.type, ev.status});
+  if (ev.type == CmEventType::device_removal) return remove_established(*p);
+  if (ev.type == CmEventType::addr_change) {
+    ++stats_[Counter::addr_changes];
+    WIREUP_LOG(warn, "rank %u: ADDR_CHANGE on the connection to rank %u lane %u (%s)", opt().rank, p->peer, p->lane,
+               ev.id->local_addr().to_string().c_str());
+  }
 }
 
 int Engine::drain_steady() {

@@ -69,7 +69,8 @@ struct ConnResult {
   cm::Timings timings;
   uint32_t attempts = 0;
   cm::Role role = cm::Role::active;
-  bool withdrawn = false;       // taken back before hand-over (see above); qp is null
+  bool withdrawn = false;       // taken back before hand-over (see above; or its device was
+                                // removed before the transport took the QP); qp is null
 };
 
 // A (peer, lane) that could not be connected, and why.
@@ -85,6 +86,7 @@ struct PeerError {
     rtu_notice_undeliverable,     // passive: the notice never got an answer
     rtu_notice_refused,           // passive: the peer refused the notice with another code
     peer_gave_up,                 // passive: the active side gave up and said so (abandon notice)
+    device_removed,               // either side: this rank's device went away (DEVICE_REMOVAL)
   };
   uint32_t peer = 0;
   uint32_t lane = 0;
@@ -98,8 +100,10 @@ struct PeerError {
 };
 const char* to_string(PeerError::Cause c);
 
-// What the steady channel reports after wireup (DISCONNECTED, DEVICE_REMOVAL, ADDR_CHANGE...).
+// What the steady channel reports after wireup (DISCONNECTED, DEVICE_REMOVAL, ADDR_CHANGE...),
+// and what the listener is told (DEVICE_REMOVAL, ADDR_CHANGE: scope listener, no peer).
 struct SteadyEvent {
+  enum class Scope : uint8_t { connection, listener };
   uint32_t peer = 0;
   uint32_t lane = 0;
   prov::CmEventType type = prov::CmEventType::disconnected;
@@ -108,6 +112,18 @@ struct SteadyEvent {
   // out) after the lane had been handed over: the peer has no connection behind this QP.
   // Delivered as DISCONNECTED, status -ECONNRESET.
   bool rtu_lost = false;
+  Scope scope = Scope::connection;
+};
+
+// An asynchronous event of the device (ibv_get_async_event) handed to the transport: every
+// one but a COMM_EST the engine answered itself (rdma_notify on the connection's id).
+struct DeviceEventReport {
+  prov::DeviceEvent event;
+  // The QP is one of this engine's connections (peer and lane say which); false for port and
+  // device events and for a QP the engine does not know (the transport's own).
+  bool known = false;
+  uint32_t peer = 0;
+  uint32_t lane = 0;
 };
 
 // The peer's RejectCode carried in a REJ's private data, or none.

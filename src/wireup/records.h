@@ -13,6 +13,7 @@ namespace wireup {
 class Records {
  public:
   using SteadyCallback = std::function<void(const SteadyEvent&)>;
+  using DeviceCallback = std::function<void(const DeviceEventReport&)>;
 
   void reserve(size_t results) { results_.reserve(results); }
   uint32_t add_result(ConnResult r);
@@ -30,6 +31,10 @@ class Records {
   void report(const SteadyEvent& e) const {
     if (steady_cb_) steady_cb_(e);
   }
+  void on_device_event(DeviceCallback cb) { device_cb_ = std::move(cb); }
+  void report(const DeviceEventReport& e) const {
+    if (device_cb_) device_cb_(e);
+  }
   // Swaps the callback (close() listens in on the disconnects it waits for).
   SteadyCallback exchange_callback(SteadyCallback cb) { return std::exchange(steady_cb_, std::move(cb)); }
 
@@ -38,6 +43,7 @@ class Records {
   std::vector<PeerError> errors_;
   size_t withdrawn_ = 0;
   SteadyCallback steady_cb_;
+  DeviceCallback device_cb_;
 };
 
 }  // namespace wireup

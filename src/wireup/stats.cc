@@ -38,6 +38,10 @@ const char* to_string(Counter c) {
     case Counter::repairs_refused: return "repairs_refused";
     case Counter::abandons_sent: return "abandons_sent";
     case Counter::abandons_received: return "abandons_received";
+    case Counter::device_events: return "device_events";
+    case Counter::comm_est_notified: return "comm_est_notified";
+    case Counter::device_removals: return "device_removals";
+    case Counter::addr_changes: return "addr_changes";
     case Counter::count_: break;
   }
   return "?";

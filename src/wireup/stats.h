@@ -21,7 +21,7 @@ enum class Phase : uint8_t {
   resolve_route,  // rdma_resolve_route -> ROUTE_RESOLVED
   qp_create,      // ROUTE_RESOLVED (or CONNECT_REQUEST) -> QP at INIT, incl. waiting for the QP window
   req_to_rep,     // REQ sent -> CONNECT_RESPONSE (active)
-  rtr_rts,        // QP to RTR and RTS
+  rtr_rts,        // QP to RTR and RTS (passive: to RTR; RTS follows ESTABLISHED)
   establish,      // RTS -> established (passive: waits for the RTU)
   total,          // first attempt started -> established
   attempt,        // start of the successful attempt (passive: its REQ) -> established
@@ -66,6 +66,13 @@ enum class Counter : uint8_t {
   // after giving up locally, and the ones it received as the passive side.
   abandons_sent,
   abandons_received,
+  // The device's own events (engine_device.cc): async events taken from it, COMM_EST told
+  // to the CM (rdma_notify), DEVICE_REMOVAL seen on this rank's ids (each id once), and
+  // ADDR_CHANGE on them.
+  device_events,
+  comm_est_notified,
+  device_removals,
+  addr_changes,
   count_,
 };
 const char* to_string(Counter c);

@@ -115,6 +115,7 @@ TEST(CapiHost, NullHandlesAreRefusedByName) {
   EXPECT_EQ(wireup_result_get(nullptr, 0, &r), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(wireup_error_get(nullptr, 0, &e), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(wireup_on_event(nullptr, nullptr, nullptr), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(wireup_on_device_event(nullptr, nullptr, nullptr), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(wireup_stats_json(nullptr, nullptr, &len), WIREUP_ERR_INVALID_ARGUMENT);
   wireup_counters_t c;
   wireup_tally_t t;

@@ -201,16 +201,28 @@ TEST(EngineSim, SteadyEventsReachTheTransport) {
     EXPECT_EQ(seen[r][1].type, prov::CmEventType::timewait_exit);
   }
   // Rank 2's device goes away: DEVICE_REMOVAL for each id it still holds (the one to the
-  // departed rank 0 too: ids live until close(), the transport decides what to do).
+  // departed rank 0 too: ids live until close()), each reported once; then the engine
+  // destroys them all (rdma_cm(7)), the listener's too if it still lingers.
+  const bool listening = job->ranks[2].engine->setup_channel_open();
   f.fabric().remove_device(2, 0, f.fabric().now());
   settle();
-  size_t removals = 0;
-  for (const SteadyEvent& e : seen[2])
-    if (e.type == prov::CmEventType::device_removal) {
-      ++removals;
-      EXPECT_NE(e.peer, 2u);
+  size_t removals = 0, listener = 0;
+  for (const SteadyEvent& e : seen[2]) {
+    if (e.type != prov::CmEventType::device_removal) continue;
+    if (e.scope == SteadyEvent::Scope::listener) {
+      ++listener;
+      continue;
     }
+    ++removals;
+    EXPECT_NE(e.peer, 2u);
+  }
   EXPECT_EQ(removals, 3u);
+  EXPECT_EQ(listener, listening ? 1u : 0u);
+  const Engine& e2 = *job->ranks[2].engine;
+  EXPECT_TRUE(e2.device_lost());
+  EXPECT_EQ(e2.live_ids(), 0u);
+  EXPECT_FALSE(e2.setup_channel_open());
+  EXPECT_EQ(e2.stats()[Counter::device_removals], 3u + listener);
 }
 
 TEST(EngineSim, StrangerFloodLeavesNoResidue) {

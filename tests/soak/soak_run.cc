@@ -181,13 +181,18 @@ void Runner::check_pairs() {
   struct Side {
     const ConnResult* res = nullptr;
     const PeerError* err = nullptr;
+    bool removed = false;  // connected, then its device went away (DEVICE_REMOVAL reported)
   };
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, Side> sides;
   for (uint32_t r = 0; r < n; ++r) {
     if (!live(r)) continue;
     const Engine& e = *m_[r].engine;
     for (const ConnResult& x : e.results()) {
-      if (x.withdrawn) continue;  // taken back by an RTU repair, never a connection
+      // Taken back by an RTU repair (never a connection), or by a device removal.
+      if (x.withdrawn) {
+        if (removed(r) && x.peer < n && x.lane < c_.lanes) sides[{r, x.peer, x.lane}].removed = true;
+        continue;
+      }
       if (x.peer >= n || x.peer == r || x.lane >= c_.lanes) {
         bad("rank %u: result for peer %u lane %u outside the plan", r, x.peer, x.lane);
         continue;
@@ -244,7 +249,7 @@ void Runner::check_pairs() {
       for (uint32_t l = 0; l < c_.lanes; ++l) {
         const Side& s = sides[{r, p, l}];
         if (s.res && s.err) bad("rank %u: peer %u lane %u both connected and failed", r, p, l);
-        if (!s.res && !s.err) bad("rank %u: peer %u lane %u neither connected nor reported", r, p, l);
+        if (!s.res && !s.err && !s.removed) bad("rank %u: peer %u lane %u neither connected nor reported", r, p, l);
         const Side& o = sides[{p, r, l}];
         const Gap g = !live(p) ? Gap::none : s.res ? gap_of(r, s, o, l) : gap_of(p, o, s, l);
         const bool gap = g == Gap::reported || g == Gap::unheard;

@@ -88,8 +88,11 @@ Result<std::unique_ptr<RdmaProvider>> RdmaProvider::create() {
                  "no RDMA device found on this machine (load a driver, or create a soft-RoCE "
                  "device with 'rdma link add rxe0 type rxe netdev <iface>')"};
   }
-  for (int i = 0; i < num; ++i)
-    p->devices_.push_back(std::make_unique<RdmaDevice>(p->contexts_[i], describe_device(p->contexts_[i])));
+  for (int i = 0; i < num; ++i) {
+    auto d = std::make_unique<RdmaDevice>(p->contexts_[i], describe_device(p->contexts_[i]));
+    if (Status s = d->make_async_nonblocking(); !s) return s.error();
+    p->devices_.push_back(std::move(d));
+  }
   return p;
 }
 
@@ -133,12 +136,14 @@ Result<std::unique_ptr<CmId>> RdmaProvider::create_id(EventChannel& ch, PortSpac
   return std::unique_ptr<CmId>(std::make_unique<RdmaCmId>(*this, id, *rch, route));
 }
 
-Status RdmaProvider::wait(std::span<EventChannel* const> channels, Nanos timeout) {
+Status RdmaProvider::wait(std::span<EventChannel* const> channels, std::span<Device* const> devices, Nanos timeout) {
   std::vector<pollfd> fds;
   for (EventChannel* c : channels) fds.push_back(pollfd{c->fd(), POLLIN, 0});
+  for (Device* d : devices)
+    if (d->async_fd() >= 0) fds.push_back(pollfd{d->async_fd(), POLLIN, 0});
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout + std::chrono::microseconds(999));
   int rc = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(ms.count(), INT_MAX)));
-  if (rc < 0 && errno != EINTR) return Error::from_errno("poll", errno, "on rdma_cm channel fds");
+  if (rc < 0 && errno != EINTR) return Error::from_errno("poll", errno, "on rdma_cm channel and device async fds");
   return Status::ok();
 }
 

@@ -22,7 +22,12 @@ class RdmaDevice final : public Device {
   Result<std::unique_ptr<Pd>> alloc_pd() override;
   Result<std::unique_ptr<Cq>> create_cq(int cqe, bool with_comp_channel) override;
   void* native() const override { return ctx_; }
+  int async_fd() const override { return ctx_->async_fd; }
+  Result<DeviceEvent> get_async_event() override;
+  bool async_pending() const override;
   ibv_context* ctx() const { return ctx_; }
+  // Makes async_fd non-blocking, so that get_async_event() never sleeps (async.cc).
+  Status make_async_nonblocking();
 
  private:
   ibv_context* ctx_;  // owned by librdmacm (rdma_get_devices), freed by the provider
@@ -180,7 +185,8 @@ class RdmaProvider final : public Provider {
   Result<std::vector<Device*>> devices() override;
   Result<std::unique_ptr<EventChannel>> create_channel() override;
   Result<std::unique_ptr<CmId>> create_id(EventChannel& ch, PortSpace ps, Route route) override;
-  Status wait(std::span<EventChannel* const> channels, Nanos timeout) override;
+  using Provider::wait;
+  Status wait(std::span<EventChannel* const> channels, std::span<Device* const> devices, Nanos timeout) override;
   const Clock& clock() const override { return SteadyClock::instance(); }
 
   RdmaDevice* device_for(ibv_context* ctx) const;

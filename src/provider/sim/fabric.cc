@@ -2,6 +2,7 @@
 
 #include "provider/sim/core.h"
 #include "provider/sim/provider.h"
+#include "provider/sim/verbs.h"
 
 namespace wireup::prov::sim {
 
@@ -50,6 +51,12 @@ void SimFabric::kill_node(uint32_t node, Nanos at) { core_->schedule(at, TimerKi
 
 void SimFabric::remove_device(uint32_t node, uint32_t device, Nanos at) {
   core_->schedule(at, TimerKind::device_removal, node, device);
+}
+
+void SimFabric::fail_over(uint32_t node, uint32_t device) { core_->fail_over(node, device); }
+
+void SimFabric::raise_device_event(uint32_t node, uint32_t device, DeviceEventType type, uint32_t qpn) {
+  core_->node(node).devices.at(device)->raise(type, qpn);
 }
 
 FaultPlan& SimFabric::faults() { return core_->faults.plan(); }

@@ -84,6 +84,13 @@ class SimFabric {
   // --- faults at run time (in addition to SimConfig::faults) --------------------------
   void kill_node(uint32_t node, Nanos at);
   void remove_device(uint32_t node, uint32_t device, Nanos at);
+  // A bonding failover under a node's device, now: ADDR_CHANGE on every id bound to it that
+  // the CM still serves (cma_netdev_change: the bound netdev's hardware address changed).
+  // Linux raises it for NETDEV_BONDING_FAILOVER of a bond master only.
+  void fail_over(uint32_t node, uint32_t device);
+  // Raises an async event on a node's device now, as its hardware would (e.g. a QP's
+  // COMM_EST, QP_FATAL). The data path raises COMM_EST by itself (a packet reaching a QP in RTR).
+  void raise_device_event(uint32_t node, uint32_t device, DeviceEventType type, uint32_t qpn = 0);
   FaultPlan& faults();  // message rules and rejects may be changed between steps
 
   const SimStats& stats() const;

@@ -145,6 +145,16 @@ void Core::id_destroyed(SimCmId& id) {
 
 void Core::kill_node(uint32_t n) { nodes[n]->dead = true; }
 
+void Core::fail_over(uint32_t n, uint32_t d) {
+  std::vector<SimCmId*> hit;
+  ids.for_each([&](SimCmId& id) {
+    if (id.node == n && id.dev == static_cast<int>(d) && id.cma != CmaState::device_removal &&
+        id.cma != CmaState::idle)
+      hit.push_back(&id);
+  });
+  for (SimCmId* id : hit) post_event(*id, event(CmEventType::addr_change));
+}
+
 void Core::remove_device(uint32_t n, uint32_t d) {
   SimDevice& dev = *nodes[n]->devices[d];
   if (dev.removed) return;
@@ -168,6 +178,9 @@ void Core::remove_device(uint32_t n, uint32_t d) {
     if (&qp.device() == &dev) qs.push_back(&qp);
   });
   for (SimQp* qp : qs) qp->to_error();
+  // The device's async fd says so too: IBV_EVENT_DEVICE_FATAL, as the kernel's uverbs sends
+  // to every open context of a device that is unregistered.
+  dev.raise(DeviceEventType::device_fatal);
 }
 
 }  // namespace wireup::prov::sim

@@ -31,7 +31,7 @@ Result<std::unique_ptr<CmId>> SimProvider::create_id(EventChannel& ch, PortSpace
   return std::unique_ptr<CmId>(new SimCmId(core_, node_, sch, ps, route));
 }
 
-Status SimProvider::wait(std::span<EventChannel* const> channels, Nanos timeout) {
+Status SimProvider::wait(std::span<EventChannel* const> channels, std::span<Device* const> devices, Nanos timeout) {
   std::vector<SimEventChannel*> chans;
   chans.reserve(channels.size());
   for (EventChannel* c : channels) {
@@ -41,7 +41,8 @@ Status SimProvider::wait(std::span<EventChannel* const> channels, Nanos timeout)
     chans.push_back(s);
   }
   auto ready = [&] {
-    return std::any_of(chans.begin(), chans.end(), [](SimEventChannel* c) { return c->has_pending(); });
+    return std::any_of(chans.begin(), chans.end(), [](SimEventChannel* c) { return c->has_pending(); }) ||
+           std::any_of(devices.begin(), devices.end(), [](Device* d) { return d->async_pending(); });
   };
   const Nanos now = core_.now();
   const bool forever = timeout >= Nanos::max() - now;

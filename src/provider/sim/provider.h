@@ -14,7 +14,8 @@ class SimProvider final : public Provider {
   Result<std::unique_ptr<CmId>> create_id(EventChannel& ch, PortSpace ps, Route route) override;
   // Advances virtual time, processing fabric events in order, until one of `channels` has an
   // event or `timeout` of virtual time has passed. Never sleeps.
-  Status wait(std::span<EventChannel* const> channels, Nanos timeout) override;
+  using Provider::wait;
+  Status wait(std::span<EventChannel* const> channels, std::span<Device* const> devices, Nanos timeout) override;
   const Clock& clock() const override { return core_.clock; }
 
  private:

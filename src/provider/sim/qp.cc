@@ -201,6 +201,12 @@ Status SimQp::post_send(uint64_t wr_id, const Sge& sge, bool signaled) {
     to_error();
     return Status::ok();
   }
+  // IBA 11.6.3: the first request packet that reaches a QP still in RTR raises the
+  // affiliated event Communication Established (the RTU may be lost or late). Once per QP.
+  if (p->attr_.qp_state == QpState::rtr && !p->comm_est_) {
+    p->comm_est_ = true;
+    p->dev_.raise(DeviceEventType::comm_est, p->qpn_);
+  }
   p->deliver(Send{wr_id, sge, sig, self_});
   return Status::ok();
 }

@@ -63,6 +63,7 @@ struct SimStats {
   uint64_t messages_lost = 0;        // dropped by the fault plan
   uint64_t messages_duplicated = 0;
   uint64_t messages_unroutable = 0;  // to a dead node or a removed device
+  uint64_t async_events = 0;         // device async events raised (COMM_EST, DEVICE_FATAL, ...)
   uint64_t req_retransmits = 0;
   uint64_t rep_retransmits = 0;
   uint64_t dreq_retransmits = 0;

@@ -12,10 +12,17 @@ namespace wireup::prov::sim {
 class SimDevice final : public Device {
  public:
   SimDevice(Core& core, uint32_t node, uint32_t index, const SimDeviceSpec& spec);
+  ~SimDevice() override;
   const DeviceInfo& info() const override { return info_; }
   Result<std::unique_ptr<Pd>> alloc_pd() override;
   Result<std::unique_ptr<Cq>> create_cq(int cqe, bool with_comp_channel) override;
   void* native() const override { return nullptr; }
+  // An eventfd, created on the first call, readable while an async event is pending (async.cc).
+  int async_fd() const override;
+  Result<DeviceEvent> get_async_event() override;
+  bool async_pending() const override { return !async_.empty(); }
+  // What the hardware would raise: queued for get_async_event().
+  void raise(DeviceEventType type, uint32_t qpn = 0, uint8_t port = 0);
 
   const SimDeviceSpec& spec() const { return spec_; }
   uint32_t ip() const { return sim_ipv4(node, index); }
@@ -31,8 +38,13 @@ class SimDevice final : public Device {
   std::unordered_map<uint32_t, Handle> qp_by_num;
 
  private:
+  void set_readable(bool want) const;
+
   SimDeviceSpec spec_;
   DeviceInfo info_;
+  std::deque<DeviceEvent> async_;
+  mutable int efd_ = -1;
+  mutable bool efd_readable_ = false;
 };
 
 class SimPd final : public Pd {
@@ -150,6 +162,7 @@ class SimQp final : public Qp {
   // Short FIFOs (bounded by max_recv_wr): vectors, since an empty std::deque allocates.
   std::vector<Recv> recvs_;
   std::vector<Send> unmatched_;  // arrived SENDs waiting for a RECV (RNR retry forever)
+  bool comm_est_ = false;        // COMM_EST raised already (once per QP, at its first packet)
 };
 
 }  // namespace wireup::prov::sim

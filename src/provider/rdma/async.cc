@@ -1,0 +1,54 @@
+// The device's asynchronous events: ibv_get_async_event on the context librdmacm opened (the
+// one every CM id, PD and QP of the library lives on), each acked as soon as it is copied.
+#include <fcntl.h>
+#include <poll.h>
+
+#include <cerrno>
+
+#include "provider/rdma/rdma.h"
+
+namespace wireup::prov::rdma {
+
+// The seam reuses the verbs numbering of enum ibv_event_type.
+static_assert(static_cast<int>(DeviceEventType::comm_est) == IBV_EVENT_COMM_EST &&
+              static_cast<int>(DeviceEventType::device_fatal) == IBV_EVENT_DEVICE_FATAL &&
+              static_cast<int>(DeviceEventType::port_err) == IBV_EVENT_PORT_ERR &&
+              static_cast<int>(DeviceEventType::qp_last_wqe_reached) == IBV_EVENT_QP_LAST_WQE_REACHED &&
+              static_cast<int>(DeviceEventType::gid_change) == IBV_EVENT_GID_CHANGE &&
+              static_cast<int>(DeviceEventType::wq_fatal) == IBV_EVENT_WQ_FATAL);
+
+Status RdmaDevice::make_async_nonblocking() {
+  const int fd = ctx_->async_fd;
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+    return Error::from_errno("fcntl(O_NONBLOCK)", errno, "on the async event fd of device " + info_.name);
+  return Status::ok();
+}
+
+bool RdmaDevice::async_pending() const {
+  pollfd p{ctx_->async_fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+Result<DeviceEvent> RdmaDevice::get_async_event() {
+  ibv_async_event e;
+  if (ibv_get_async_event(ctx_, &e) != 0) {
+    const int err = errno;
+    if (err == EAGAIN || err == EWOULDBLOCK)
+      return Error::would_block_on("ibv_get_async_event");
+    return Error::from_errno("ibv_get_async_event", err, "device " + info_.name);
+  }
+  DeviceEvent out;
+  out.type = static_cast<DeviceEventType>(e.event_type);
+  out.device = info_.name;
+  switch (scope_of(out.type)) {
+    case DeviceEventScope::qp: out.qpn = e.element.qp != nullptr ? e.element.qp->qp_num : 0; break;
+    case DeviceEventScope::port: out.port = static_cast<uint8_t>(e.element.port_num); break;
+    default: break;
+  }
+  // Copied: ack now, or a destroy of the QP (or CQ) it names would wait for this ack.
+  ibv_ack_async_event(&e);
+  return out;
+}
+
+}  // namespace wireup::prov::rdma
