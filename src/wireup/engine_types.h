@@ -85,6 +85,7 @@ struct PeerError {
     rtu_notice_undeliverable,     // passive: the notice never got an answer
     rtu_notice_refused,           // passive: the peer refused the notice with another code
     peer_gave_up,                 // passive: the active side gave up and said so (abandon notice)
+    peer_reported_dead,           // either side: the transport said the peer died (Engine::fail_peer)
   };
   uint32_t peer = 0;
   uint32_t lane = 0;
