@@ -240,7 +240,10 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
   // --- setup: every rank's failure is reported, then all stop --------------------------------
   std::unique_ptr<RdmaRank> rr;
   uint64_t key = 0;
-  Problem p = attempt([&] { rr = std::make_unique<RdmaRank>(o); });
+  // The device choice ranks devices by the local rank: PMIx's (the user's --set still wins).
+  Options ro = o;
+  ro.overrides.insert(ro.overrides.begin(), "device.local_rank=" + std::to_string(s.local_rank()));
+  Problem p = attempt([&] { rr = std::make_unique<RdmaRank>(ro); });
   if (p.empty() && wr == 0) p = attempt([&] { key = pick_job_key(o, rr->context()); });
   if (!all_ok(s, "context", p)) return 1;
   auto keys = exchange(s, "a2a.job_key", std::to_string(key), {});
