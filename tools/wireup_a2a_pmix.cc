@@ -140,6 +140,19 @@ WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32
   }
 }
 
+// The space-separated decimal numbers of `text`.
+std::vector<uint32_t> numbers(const std::string& text) {
+  std::vector<uint32_t> v;
+  const char* p = text.c_str();
+  for (;;) {
+    char* end = nullptr;
+    const unsigned long x = std::strtoul(p, &end, 10);
+    if (end == p) return v;
+    v.push_back(uint32_t(x));
+    p = end;
+  }
+}
+
 // The QPN cross-check: each live rank publishes what it recorded per (peer, lane), then reads
 // what every other live rank recorded about it.
 void qpn_exchange(PmixSession& s, wireup::Wireup& e, const std::vector<uint32_t>& live, uint32_t lanes,
@@ -157,12 +170,10 @@ void qpn_exchange(PmixSession& s, wireup::Wireup& e, const std::vector<uint32_t>
   }
   for (uint32_t peer : live) {
     if (peer == me) continue;
-    std::vector<uint32_t> v;
-    const char* p = (*all)[peer].c_str();
-    char* end = nullptr;
-    for (unsigned long x = std::strtoul(p, &end, 10); end != p; x = std::strtoul(p, &end, 10)) v.push_back(uint32_t(x)), p = end;
+    const std::vector<uint32_t> v = numbers((*all)[peer]);
     if (v.size() != size_t(n) * lanes * 2) {
-      c.problem("rank " + std::to_string(peer) + "'s QPN table has " + std::to_string(v.size()) + " numbers"), ++c.errors;
+      c.problem("rank " + std::to_string(peer) + "'s QPN table has " + std::to_string(v.size()) + " numbers");
+      ++c.errors;
       continue;
     }
     for (uint32_t l = 0; l < lanes; ++l) {

@@ -23,7 +23,7 @@ double realtime_s() {
 PidFd::PidFd(pid_t pid, std::string& why) {
   // glibc 2.36 has no pidfd_open() wrapper: the system call itself.
   fd_ = int(syscall(SYS_pidfd_open, pid, 0));
-  if (fd_ < 0) why = "pidfd_open(" + std::to_string(pid) + "): " + std::strerror(errno);
+  if (fd_ < 0) err_ = errno, why = "pidfd_open(" + std::to_string(pid) + "): " + std::strerror(err_);
 }
 
 PidFd::~PidFd() {
@@ -33,7 +33,7 @@ PidFd::~PidFd() {
 std::string LocalExitWatch::add(uint32_t rank, pid_t pid) {
   std::string why;
   PidFd fd(pid, why);
-  const bool gone = fd.fd() < 0 && errno == ESRCH;
+  const bool gone = fd.already_gone();
   if (fd.fd() < 0 && !gone) return "rank " + std::to_string(rank) + ": " + why;
   watched_.push_back({rank, std::move(fd), gone ? Watch::gone_unreported : Watch::alive});
   return "";

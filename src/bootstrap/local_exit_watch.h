@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -24,14 +25,16 @@ class PidFd {
   // pidfd_open(pid); fd() < 0 and `why` set when it fails (ESRCH: already gone).
   PidFd(pid_t pid, std::string& why);
   ~PidFd();
-  PidFd(PidFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  PidFd(PidFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)), err_(o.err_) {}
   PidFd& operator=(PidFd&&) = delete;
   PidFd(const PidFd&) = delete;
   PidFd& operator=(const PidFd&) = delete;
   int fd() const { return fd_; }
+  bool already_gone() const { return err_ == ESRCH; }  // the process had ended before
 
  private:
   int fd_ = -1;
+  int err_ = 0;
 };
 
 class LocalExitWatch {

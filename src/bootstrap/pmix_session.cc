@@ -20,7 +20,9 @@ const char* to_string(PmixOpen s) {
 
 namespace {
 
-std::string status_text(pmix_status_t rc) { return std::string(PMIx_Error_string(rc)) + " (" + std::to_string(rc) + ")"; }
+std::string status_text(pmix_status_t rc) {
+  return std::string(PMIx_Error_string(rc)) + " (" + std::to_string(rc) + ")";
+}
 
 std::string failed(const char* call, pmix_status_t rc, const std::string& what) {
   return std::string(call) + "(" + what + "): " + status_text(rc);
@@ -150,7 +152,8 @@ std::string PmixSession::fence_start(PendingFence& f, const std::vector<uint32_t
   std::vector<pmix_proc_t> procs = procs_of(nspace_, among);
   const pmix_status_t rc = PMIx_Fence_nb(procs.data(), procs.size(), nullptr, 0, fence_done_cb, &f);
   if (rc == PMIX_OPERATION_SUCCEEDED) f.complete_cb(PMIX_SUCCESS);  // done at once, no callback comes
-  return rc == PMIX_SUCCESS || rc == PMIX_OPERATION_SUCCEEDED ? "" : "rank " + std::to_string(rank_) + ": " + failed("PMIx_Fence_nb", rc, "");
+  if (rc == PMIX_SUCCESS || rc == PMIX_OPERATION_SUCCEEDED) return "";
+  return "rank " + std::to_string(rank_) + ": " + failed("PMIx_Fence_nb", rc, "");
 }
 
 std::string PmixSession::fence(bool collect, const std::vector<uint32_t>& among) {

@@ -76,7 +76,8 @@ int main() {
   Fetched never = s.get(peer, "check.never_published", 1);
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   check(!never.ok(), "a key nobody published was found");
-  check(never.error.find("PMIx_Get") != std::string::npos && never.error.find("check.never_published") != std::string::npos,
+  check(never.error.find("PMIx_Get") != std::string::npos &&
+            never.error.find("check.never_published") != std::string::npos,
         "the error names the call and the key: " + never.error);
   check(waited < 5, "the 1 s timeout took " + std::to_string(waited) + " s");
 
