@@ -3,7 +3,8 @@
 // out-of-band channel: rank and size from it, every exchange a Put + Commit, a Fence and
 // Gets (job key, addresses, QPN tables, reports, exit status), the barriers Fences, the end
 // of wireup a background Fence among the live ranks. Connections go through the public API
-// as in the MPI driver.
+// as in the MPI driver. No progress line: rank 0 would need the others' counts every round,
+// a fence each (the MPI driver's rounds are a non-blocking allreduce).
 //
 // A killed rank (--kill-rank): the survivors learn of its death from PMIx's termination
 // event or, for a peer on this node, from its pidfd (pmix_death_watch.h says why both), and
