@@ -19,5 +19,5 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (o->provider == "sim") return run_sim(*o);
-  return run_mpi(*o, argc, argv);
+  return run_rdma(*o, argc, argv);
 }

@@ -7,8 +7,11 @@
 // Files:
 //   wireup_a2a.cc          main(): options, then the MPI or the sim driver
 //   wireup_a2a_options.cc  command line -> Options
+//   wireup_a2a_bootstrap.cc  --bootstrap: the PMIx driver, or the MPI one (the fall back)
 //   wireup_a2a_mpi.cc      one rank per process under mpirun (provider rdma), through the
 //                          public API only (include/wireup/wireup.hpp), as a transport would
+//   wireup_a2a_pmix.cc     the same with PMIx as the out-of-band channel and no MPI call
+//   wireup_a2a_driver.cc   what those two share (timing, the job key, the victim)
 //   wireup_a2a_verbs.cc    that rank's own PD, CQ and QPs (libibverbs) and its report
 //   wireup_a2a_sim.cc      N virtual ranks in one process on the sim fabric (internals:
 //   wireup_a2a_sim_setup.cc  wireup_a2a_sim.h; the sim is not part of the public API)
@@ -61,6 +64,7 @@ inline constexpr size_t kPhases = WIREUP_PHASE_COUNT;
 // ---- options (wireup_a2a_options.cc) ------------------------------------------------------
 struct Options {
   std::string provider = "rdma";             // rdma (under mpirun) | sim (one process)
+  std::string bootstrap = "auto";            // rdma: auto (pmix if a server is there) | pmix | mpi
   uint32_t sim_ranks = 0;                    // --ranks N: virtual ranks (sim only)
   std::string sim_latency = "hardware";      // --latency: hardware | rxe_vm | zero
   uint64_t sim_seed = 1;
@@ -177,7 +181,7 @@ struct JobInfo {
   uint32_t ranks = 0;
   uint32_t lanes = 0;
   std::string provider;
-  std::string mode;                // "mpi" or "sim (latency model ...)"
+  std::string mode;                // the bootstrap ("mpi", "pmix") or "sim, latency model ..."
   double wall_s = 0;               // first start to last done (max over ranks)
   bool verified = false;           // checks ran
   std::set<uint32_t> dead;         // ranks killed on purpose (--kill-rank)
@@ -223,6 +227,8 @@ void progress_line(uint64_t established, uint64_t planned, uint64_t retries, dou
 
 // ---- drivers ----------------------------------------------------------------------------
 int run_mpi(const Options& o, int& argc, char**& argv);  // wireup_a2a_mpi.cc
+// The bootstrap --bootstrap asks for, or MPI when PMIx cannot serve (wireup_a2a_bootstrap.cc).
+int run_rdma(const Options& o, int& argc, char**& argv);
 int run_sim(const Options& o);                            // wireup_a2a_sim.cc
 
 }  // namespace wireup::a2a

@@ -9,22 +9,19 @@
 // it. mpirun must be told not to abort the job when a process dies (--enable-recovery), and the
 // survivors skip MPI_Finalize, whose global fence would wait for the dead rank forever.
 #include <mpi.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <stdexcept>
 
-#include "wireup_a2a_rdma.h"
+#include "wireup_a2a_driver.h"
 
 namespace wireup::a2a {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr size_t kAddrSlot = 1 + WIREUP_ADDRESS_MAX;  // length byte, then the address bytes
 constexpr auto kRoundEvery = std::chrono::milliseconds(200);
 constexpr auto kPrintEvery = std::chrono::seconds(1);
@@ -35,36 +32,12 @@ constexpr auto kPrintEvery = std::chrono::seconds(1);
 // quarter of the two vCPUs away from the ranks still connecting.
 constexpr auto kIdleWait = std::chrono::milliseconds(20);
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 // Every rank says whether its step worked; one failure stops them all, each naming its reason.
 bool all_ok(MPI_Comm comm, int rank, const Problem& p) {
   int mine = p.empty() ? 1 : 0, all = 0;
   if (!p.empty()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", rank, p.c_str());
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
   return all == 1;
-}
-
-// Runs `step`; what it throws (wireup::Exception, a verbs failure) becomes the rank's problem.
-template <class F>
-Problem attempt(F&& step) {
-  try {
-    step();
-    return {};
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
-// --job-key, else 0 when the configuration has one (every rank's wireup_create takes its own),
-// else a random one from rank 0.
-uint64_t pick_job_key(const Options& o, wireup::Context& ctx) {
-  if (o.job_key != 0) return o.job_key;
-  if (ctx.config_value("engine.job_key") != "\"0x0\"") return 0;
-  std::random_device rd;
-  uint64_t k = 0;
-  while (k == 0) k = (uint64_t(rd()) << 32) ^ rd();
-  return k;
 }
 
 // Keeps MPI's own traffic off the device under test (and its CPU time out of the numbers):
@@ -74,40 +47,6 @@ void mpi_off_the_device() {
   setenv("OMPI_MCA_pml", "ob1", 0);
   setenv("OMPI_MCA_btl", "self,vader,tcp", 0);
   setenv("OMPI_MCA_osc", "^ucx,rdma", 0);
-}
-
-struct WireupRun {
-  double seconds = 0;
-  double user_s = 0, sys_s = 0;  // this process's CPU time meanwhile
-  Problem error;
-};
-
-std::pair<double, double> cpu_seconds() {  // user, system
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
-  return {s(u.ru_utime), s(u.ru_stime)};
-}
-
-// The victim: wires up like everyone else and dies at the trigger, like a crashed process.
-[[noreturn]] void run_victim(const Options& o, wireup::Wireup& e, int rank) {
-  const auto t0 = Clock::now();
-  for (;;) {
-    int work = 0;
-    const Problem failed = attempt([&] { work = e.progress(); });
-    const double ms = since(t0) * 1e3;
-    const uint64_t up = e.result_count();
-    const bool trigger = (o.kill_after_ms >= 0 && ms >= double(o.kill_after_ms)) ||
-                         (o.kill_after_conns > 0 && up >= uint64_t(o.kill_after_conns));
-    if (trigger || e.done() || !failed.empty()) {
-      std::fprintf(stderr, "[a2a] rank %d: _exit() %s after %.0f ms, %llu connections established (--kill-rank)\n",
-                   rank, trigger ? "mid-wireup" : "at the end of wireup (the trigger never fired)", ms,
-                   (unsigned long long)up);
-      std::fflush(nullptr);
-      _exit(137);
-    }
-    if (work == 0) (void)attempt([&] { e.wait(std::chrono::milliseconds(1)); });
-  }
 }
 
 // Progresses the engine until every live rank is done. Rounds of MPI_Iallreduce over the live

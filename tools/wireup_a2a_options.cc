@@ -31,6 +31,9 @@ const char* const kUsage =
     "                         and keep every other connection (mpirun needs --enable-recovery)\n"
     "  --kill-after-ms T      ... T ms after start (default 0 with --kill-rank alone)\n"
     "  --kill-after-conns K   ... once K of its connections are established\n"
+    "  --bootstrap B          rdma: the out-of-band channel: pmix (the launcher's PMIx server, no\n"
+    "                         MPI call), mpi, or auto (default: pmix when a PMIx server is there);\n"
+    "                         pmix without a server says so and falls back to mpi\n"
     "  --provider rdma|sim    sim: the simulated fabric, no device, no mpirun\n"
     "  --ranks N              sim: virtual ranks\n"
     "  --latency MODEL        sim: hardware (default) | rxe_vm | zero\n"
@@ -68,7 +71,7 @@ Expected<Options> parse_options(int argc, char** argv) {
     static const std::set<std::string> with_value = {
         "--lanes", "--config", "--set", "--wireup-timeout-ms", "--addr", "--job-key", "--kill-rank",
         "--kill-after-ms", "--kill-after-conns", "--provider", "--ranks", "--latency", "--seed",
-        "--verify-timeout-s"};
+        "--verify-timeout-s", "--bootstrap"};
     if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos &&
                                          with_value.count(arg.substr(0, eq))) {
       value = arg.substr(eq + 1), arg = arg.substr(0, eq);
@@ -116,6 +119,10 @@ Expected<Options> parse_options(int argc, char** argv) {
     } else if (arg == "--provider") {
       if (value != "rdma" && value != "sim") return bad<Options>("--provider " + value + ": expected rdma or sim");
       o.provider = value;
+    } else if (arg == "--bootstrap") {
+      if (value != "auto" && value != "pmix" && value != "mpi")
+        return bad<Options>("--bootstrap " + value + ": expected pmix, mpi or auto");
+      o.bootstrap = value;
     } else if (arg == "--ranks") {
       auto n = number<uint32_t>(arg, value, 2);
       if (!n) return bad<Options>(n.error());

@@ -121,7 +121,8 @@ int exit_status(const Summary& s) {
 std::string human(const Summary& s) {
   std::string o;
   o += "wireup_a2a: " + std::to_string(s.job.ranks) + " ranks x " + std::to_string(s.job.lanes) + " lane" +
-       (s.job.lanes == 1 ? "" : "s") + ", provider " + s.job.provider + " (" + s.job.mode + "), device " +
+       (s.job.lanes == 1 ? "" : "s") + ", provider " + s.job.provider + " (" +
+       (s.job.provider == "sim" ? s.job.mode : "bootstrap " + s.job.mode) + "), device " +
        (s.device.empty() ? "-" : s.device) + "\n";
   o += "connections  " + std::to_string(s.connections) + " of " + std::to_string(s.planned) + " established, " +
        std::to_string(s.failed) + " failed";
@@ -186,6 +187,8 @@ std::string to_json(const Summary& s) {
   o += ",\"wall_s\":" + fmt("%.6f", s.job.wall_s) + ",\"conn_per_s\":" + fmt("%.2f", s.conn_per_s);
   o += ",\"cpu_user_s\":" + fmt("%.6f", s.user_s) + ",\"cpu_sys_s\":" + fmt("%.6f", s.sys_s);
   o += ",\"provider\":" + quote(s.job.provider) + ",\"mode\":" + quote(s.job.mode) + ",\"device\":" + quote(s.device);
+  // Which out-of-band channel carried the addresses and the checks: "mpi" or "pmix" (rdma).
+  o += ",\"bootstrap\":" + quote(s.job.provider == "sim" ? "none" : s.job.mode);
   o += ",\"slowest_rank\":{\"rank\":" + std::to_string(s.slowest_rank) + ",\"wireup_s\":" +
        fmt("%.6f", s.slowest_rank_s) + "}";
   const CheckCounts& c = s.check;

@@ -278,6 +278,15 @@ wireup_status_t wireup_wait(wireup_t* w, int timeout_ms);
  * (or before wireup_start), -1 if w is NULL. */
 int wireup_done(const wireup_t* w);
 
+/* wireup_fail_peer -- the transport learnt out of band that rank `peer` is dead (its launcher
+ * said so: a PMIx process-termination event, say). Every (peer, lane) with it that is not
+ * connected or given up on yet is given up now, instead of after the CM's timeouts; each
+ * shows in wireup_error_get() as kind "disconnected" with `why` in its message.
+ * given_up (may be NULL) receives how many were given up. Call it from the thread that
+ * progresses the handle. Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL handle or why);
+ * WIREUP_ERR_INVALID_STATE before wireup_start(). */
+wireup_status_t wireup_fail_peer(wireup_t* w, uint32_t peer, const char* why, size_t* given_up);
+
 /* ---------------------------------------------------------------------------------------
  * Results, errors, events, statistics
  * ------------------------------------------------------------------------------------- */

@@ -173,6 +173,13 @@ class Wireup {
     detail::check(wireup_wait(w_, static_cast<int>(timeout.count())), w_);
   }
   bool done() const { return wireup_done(w_) == 1; }
+  // The peer is dead (the launcher said so): its unsettled lanes are given up now. Returns how
+  // many were.
+  size_t fail_peer(uint32_t peer, const std::string& why) {
+    size_t n = 0;
+    detail::check(wireup_fail_peer(w_, peer, why.c_str(), &n), w_);
+    return n;
+  }
 
   size_t result_count() const { return wireup_result_count(w_); }
   std::vector<wireup_result_t> results() const {

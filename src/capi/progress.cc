@@ -67,6 +67,19 @@ wireup_status_t wireup_wait(wireup_t* w, int timeout_ms) {
   });
 }
 
+wireup_status_t wireup_fail_peer(wireup_t* w, uint32_t peer, const char* why, size_t* given_up) {
+  const char* fn = "wireup_fail_peer";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (why == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "why is NULL");
+    if (!w->started) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_start() has not been called");
+    const size_t n = w->engine->fail_peer(peer, why);
+    capi::refresh_poller(w);  // a settled last pair makes progress() due (the setup channel goes)
+    if (given_up != nullptr) *given_up = n;
+    return WIREUP_OK;
+  });
+}
+
 int wireup_done(const wireup_t* w) {
   if (w == nullptr) return null_handle("wireup_done"), -1;
   return w->engine->done() ? 1 : 0;

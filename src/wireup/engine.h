@@ -93,6 +93,11 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   std::unique_ptr<prov::Qp> take_qp(uint32_t peer, uint32_t lane);
   // Disconnects everything, drains for at most `drain`, destroys ids (and QPs not taken).
   Status close(Nanos drain);
+  // The transport learnt out of band (its launcher) that `peer` is dead: every pair with it
+  // that is not settled yet is given up now, cause peer_reported_dead, instead of after CM
+  // timeouts. `why` (who said so) goes into each error. Returns the pairs given up
+  // (engine_peer_failed.cc).
+  size_t fail_peer(uint32_t peer, const std::string& why);
 
   // For tests and teardown accounting.
   size_t live_ids() const;

@@ -87,6 +87,7 @@ struct PeerError {
     rtu_notice_refused,           // passive: the peer refused the notice with another code
     peer_gave_up,                 // passive: the active side gave up and said so (abandon notice)
     device_removed,               // either side: this rank's device went away (DEVICE_REMOVAL)
+    peer_reported_dead,           // either side: the transport said the peer died (Engine::fail_peer)
   };
   uint32_t peer = 0;
   uint32_t lane = 0;

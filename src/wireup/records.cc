@@ -15,6 +15,7 @@ const char* to_string(PeerError::Cause c) {
     case C::rtu_notice_refused: return "rtu_notice_refused";
     case C::peer_gave_up: return "peer_gave_up";
     case C::device_removed: return "device_removed";
+    case C::peer_reported_dead: return "peer_reported_dead";
   }
   return "?";
 }

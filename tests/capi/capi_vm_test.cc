@@ -260,6 +260,12 @@ TEST(CapiVm, MisuseIsAnsweredInCallOrder) {
   EXPECT_EQ(wireup_start(w), WIREUP_ERR_INVALID_STATE);
   EXPECT_STREQ(wireup_last_error(w), "wireup_start: wireup_set_peers() has not been called");
   EXPECT_EQ(wireup_done(w), 0);
+  size_t given_up = 99;
+  EXPECT_EQ(wireup_fail_peer(w, 1, "dead", &given_up), WIREUP_ERR_INVALID_STATE);
+  EXPECT_STREQ(wireup_last_error(w), "wireup_fail_peer: wireup_start() has not been called");
+  EXPECT_EQ(given_up, 99u) << "output set on failure";
+  EXPECT_EQ(wireup_fail_peer(w, 1, nullptr, nullptr), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(wireup_fail_peer(nullptr, 1, "dead", nullptr), WIREUP_ERR_INVALID_ARGUMENT);
 
   uint8_t small[3];
   size_t len = sizeof small;

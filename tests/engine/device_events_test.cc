@@ -58,19 +58,17 @@ void connect_active_only(SimEngineFabric& f, Job& job) {
   ASSERT_EQ(state_of(*job.ranks[1].engine, 0), PairState::connecting);
 }
 
-// One SEND from the active side's QP (the transport starts using its lane).
-void send_one(Job& job, std::vector<char>& mem, std::unique_ptr<prov::Mr>& mr) {
+// One SEND from the active side's QP (the transport starts using its lane). The QP is the
+// test's from then on (`qp`, declared inside the fabric's lifetime: destroyed before it).
+void send_one(Job& job, std::vector<char>& mem, std::unique_ptr<prov::Mr>& mr, std::unique_ptr<prov::Qp>& qp) {
   Engine& a = *job.ranks[0].engine;
-  auto qp = a.take_qp(1, 0);
+  qp = a.take_qp(1, 0);
   ASSERT_TRUE(qp);
   mem.assign(64, 'x');
   auto m = job.ranks[0].factory->pd(qp->device())->reg_mr(mem.data(), mem.size(), prov::access::local_write);
   ASSERT_TRUE(m) << m.error().message();
   mr = std::move(m).value();
   ASSERT_TRUE(qp->post_send(1, prov::Sge{reinterpret_cast<uint64_t>(mem.data()), 16, mr->lkey()}, true));
-  // The transport keeps its QP; this test keeps it alive until the end.
-  static std::vector<std::unique_ptr<prov::Qp>> kept;
-  kept.push_back(std::move(qp));
 }
 
 TEST(CommEst, ActiveSidesDataBeforeTheRtuEstablishesThePassiveSide) {
@@ -82,7 +80,8 @@ TEST(CommEst, ActiveSidesDataBeforeTheRtuEstablishesThePassiveSide) {
   connect_active_only(f, *job);
   std::vector<char> mem;
   std::unique_ptr<prov::Mr> mr;
-  send_one(*job, mem, mr);
+  std::unique_ptr<prov::Qp> qp;
+  send_one(*job, mem, mr, qp);
   const Nanos t0 = f.fabric().now();
   // Well inside the first REP retransmission (6.144 s): only COMM_EST can do it.
   ASSERT_TRUE(run(f, *job, 1s, [&] { return job->ranks[1].engine->connected() == 1; }));

@@ -52,6 +52,22 @@ echo "  nm -C lib/libwireup.a | grep -cE '$support_re' = $n ($(grep -cE "$suppor
      "in libwireup_sim.a)"
 ((n == 0)) || { grep -E "$support_re" "$out/nm.txt" | head; fail "test-support symbols in libwireup.a"; }
 
+step "no PMIx in the installed libwireup.a (the PMIx bootstrap is optional, src/bootstrap)"
+# Neither the bootstrap's code nor a reference to PMIx: a transport need not have OpenPMIx.
+# The positive control is the bootstrap's own archive, where this build has one.
+pmix_re='PMIx_|wireup::bootstrap::'
+n=$(grep -cE "$pmix_re" "$out/nm.txt" || true)
+boot_lib=$(find "$build/src" -name 'libwireup_bootstrap.a' | head -1)
+if [[ -n $boot_lib ]]; then
+  nm -C "$boot_lib" >"$out/nm-bootstrap.txt"
+  grep -qE "$pmix_re" "$out/nm-bootstrap.txt" || fail "the PMIx pattern matches nothing in $boot_lib"
+  echo "  nm -C lib/libwireup.a | grep -cE '$pmix_re' = $n ($(grep -cE "$pmix_re" "$out/nm-bootstrap.txt") in libwireup_bootstrap.a)"
+else
+  echo "  nm -C lib/libwireup.a | grep -cE '$pmix_re' = $n (this build has no PMIx bootstrap)"
+fi
+((n == 0)) || { grep -E "$pmix_re" "$out/nm.txt" | head; fail "PMIx symbols in libwireup.a"; }
+grep -q pmix "$prefix/lib/pkgconfig/wireup.pc" && fail "wireup.pc names pmix"
+
 # Out of the tree: a copy of the example alone, so that nothing of the source tree is in reach.
 cp -R "$src/examples/c_transport" "$out/example"
 

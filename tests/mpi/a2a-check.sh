@@ -2,21 +2,23 @@
 # One mpirun job of wireup_a2a on the real RDMA stack (the soft-RoCE VM), checked from its --json.
 #
 #   a2a-check.sh --a2a BIN --np N --lanes L [--scenario all|ece|kill] [--timeout S]
-#                [--host H1:SLOTS,H2:SLOTS] [--set KEY=VALUE]...
+#                [--host H1:SLOTS,H2:SLOTS] [--set KEY=VALUE]... [--bootstrap pmix|mpi]
 # --host: mpirun's --host (ranks by slot: the first SLOTS ranks on H1...), e.g. the two-node
-# pair's "10.0.1.1:2,10.0.1.2:2"; --set: passed to every rank (wireup_a2a --set).
+# pair's "10.0.1.1:2,10.0.1.2:2"; --set: passed to every rank (wireup_a2a --set);
+# --bootstrap: wireup_a2a --bootstrap, and the summary must say that one ran (default: mpi).
 #
 # Scenarios (the "odd" rank is the last one, N-1):
 #   all   every planned connection is established, its QPNs cross-check and a SEND goes both ways
 #   ece   the odd rank reads ece-required.toml (ECE required, an option bit nobody has): every one
 #         of its connections is refused (reason 35 / ece_rejected), every other one stands
 #   kill  the odd rank _exit()s mid-wireup: every survivor reports it for each lane it did not
-#         connect (or lost), and keeps and verifies every other connection
+#         connect (or lost), and keeps and verifies every other connection; with pmix, every
+#         survivor also gives the dead rank's pending lanes up within 2 s of its death (printed)
 # Exit 0 when every expectation holds; otherwise each failed one is printed, with the summary.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600 HOSTS="" SETS=()
+A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600 HOSTS="" SETS=() BOOTSTRAP=mpi
 while (($#)); do
   case "$1" in
     --a2a) A2A=$2; shift 2 ;;
@@ -26,6 +28,7 @@ while (($#)); do
     --timeout) TIMEOUT=$2; shift 2 ;;
     --host) HOSTS=$2; shift 2 ;;
     --set) SETS+=(--set "$2"); shift 2 ;;
+    --bootstrap) BOOTSTRAP=$2; shift 2 ;;
     *) echo "a2a-check: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -34,7 +37,8 @@ done
 for t in mpirun jq timeout; do command -v $t >/dev/null || { echo "a2a-check: '$t' not found" >&2; exit 2; }; done
 
 ODD=$((NP - 1))
-COMMON=(--config "$HERE/vm.toml" --lanes "$LANES" --json --no-progress "${SETS[@]}")
+[[ $BOOTSTRAP == mpi || $BOOTSTRAP == pmix ]] || { echo "a2a-check: --bootstrap wants mpi or pmix" >&2; exit 2; }
+COMMON=(--config "$HERE/vm.toml" --lanes "$LANES" --json --no-progress --bootstrap "$BOOTSTRAP" "${SETS[@]}")
 MPI=(mpirun --oversubscribe)
 [ -z "$HOSTS" ] || MPI+=(--host "$HOSTS")
 case "$SCENARIO" in
@@ -48,8 +52,13 @@ case "$SCENARIO" in
   # victim dies 250 ms after start or once its first connection is up, whichever comes first
   # (np 4 wires up in ~0.5 s here); survivors give up on it after 30 s. This bound stays: a dead
   # rank sends nothing, so a survivor that waits for its REQ learns only at its own deadline.
-  kill) JOB=("${MPI[@]}" --enable-recovery -np "$NP" "$A2A" "${COMMON[@]}" --kill-rank "$ODD" --kill-after-conns 1
-             --kill-after-ms 250 --wireup-timeout-ms 30000) ;;
+  # With pmix the victim dies at its first progress after start instead: then every survivor
+  # surely has lanes to it pending (with the trigger above it sometimes had all its lanes up
+  # before dying, and the survivors, done, had nothing left to give up).
+  kill) WHEN=(--kill-after-conns 1 --kill-after-ms 250)
+        [[ $BOOTSTRAP == pmix ]] && WHEN=(--kill-after-ms 0)
+        JOB=("${MPI[@]}" --enable-recovery -np "$NP" "$A2A" "${COMMON[@]}" --kill-rank "$ODD" "${WHEN[@]}"
+             --wireup-timeout-ms 30000) ;;
   *) echo "a2a-check: unknown scenario '$SCENARIO'" >&2; exit 2 ;;
 esac
 
@@ -80,6 +89,7 @@ expect() {  # expect JQ_EXPR MESSAGE: the expression must be true of the summary
 PAIRS=$((NP * (NP - 1) / 2))
 expect ".ranks == $NP and .lanes == $LANES and .planned == $((PAIRS * LANES))" "the job has the shape asked for"
 expect '.provider == "rdma" and (.device | length) > 0' "the rdma provider ran on a device"
+expect ".bootstrap == \"$BOOTSTRAP\"" "the $BOOTSTRAP bootstrap ran"
 expect '.check.ran and .check.qpn_bad == 0 and .check.half_open == 0 and .check.data_bad == 0 and .check.errors == 0' \
   "no QPN mismatch, no half-open connection, no bad SEND/RECV, no error"
 expect '.verified' "every established connection between live ranks passed the QPN cross-check and the SEND both ways"
@@ -117,6 +127,21 @@ case "$SCENARIO" in
     expect '[.failed_peers[] | select(.rank == $odd) | .lanes] == [$odd * $lanes]' \
       "each survivor reports every lane of the dead rank: failed, or disconnected/lost after wireup"
     expect '[.failed_peers[] | .rank] == [$odd]' "no survivor reports another survivor"
+    if [[ $BOOTSTRAP == pmix ]]; then
+      # Death -> given up: the victim's _exit() time against each survivor's "seen at" (same
+      # node, CLOCK_REALTIME); the engine gives the lanes up in the same step.
+      died=$(sed -n "s/.*rank $ODD: _exit() mid-wireup.* at \([0-9.]*\)$/\1/p" "$ERR" | head -n 1)
+      seen=$(grep -c "rank $ODD died (.*), seen at" "$ERR" || true)
+      if [[ -z $died || $seen != "$ODD" ]]; then
+        echo "a2a-check: FAILED: want the victim's exit time and $ODD survivors' death notices, got '${died}' and $seen"
+        fails=$((fails + 1))
+      else
+        worst=$(sed -n "s/.*rank $ODD died (.*), seen at \([0-9.]*\): gave up \([0-9]*\).*/\1 \2/p" "$ERR" |
+          awk -v d="$died" '{ s = $1 - d; n += $2; if (s > w) w = s; printf "a2a-check: a survivor saw rank '"$ODD"' die after %.3f s and gave up %d pending lane(s)\n", s, $2 }
+                            END { printf "a2a-check: death to given up: worst %.3f s, %d pending lanes given up in all\n", w, n; exit !(w < 2.0 && n > 0) }') &&
+          echo "$worst" || { echo "$worst"; echo "a2a-check: FAILED: a survivor took 2 s or more to give the dead rank up, or nothing was pending"; fails=$((fails + 1)); }
+      fi
+    fi
     ;;
 esac
 if ((fails)); then

@@ -1,0 +1,115 @@
+// The PMIx bootstrap under a real launcher (mpirun -np N, N >= 2), each step checked on every
+// rank: rank, size and local rank against what the launcher also puts in the environment;
+// Put + Commit, one collecting Fence, a Get per peer (bulk); a Get of one peer's key that
+// was published after that fence, with PMIX_TIMEOUT (direct modex); a Get of a key nobody
+// publishes, which must time out and say so; the death watch fed through PMIx's own event
+// path (notify_self), read from its fd by this thread. Prints one line per failed check and
+// "pmix_job_check: ok" from rank 0; exit 0 only if every rank passed.
+#include <poll.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "bootstrap/pmix_death_watch.h"
+#include "bootstrap/pmix_session.h"
+
+using namespace wireup::bootstrap;
+
+namespace {
+
+int failures = 0;
+uint32_t me = 0;
+
+void check(bool ok, const std::string& what) {
+  if (ok) return;
+  ++failures;
+  std::fprintf(stderr, "pmix_job_check: rank %u: FAILED: %s\n", me, what.c_str());
+}
+
+std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
+}  // namespace
+
+int main() {
+  PmixSession::Opened o = PmixSession::open();
+  if (o.state != PmixOpen::connected) {
+    std::fprintf(stderr, "pmix_job_check: FAILED: %s: %s (run it under mpirun)\n", to_string(o.state), o.why.c_str());
+    return 1;
+  }
+  PmixSession& s = *o.session;
+  me = s.rank();
+  const uint32_t n = s.size();
+  auto env_num = [](const char* v) { const char* e = std::getenv(v); return e ? long(std::atol(e)) : -1L; };
+  check(n >= 2, "job size " + std::to_string(n) + " (run with -np 2 or more)");
+  if (env_num("OMPI_COMM_WORLD_SIZE") >= 0) {
+    check(long(n) == env_num("OMPI_COMM_WORLD_SIZE"), "PMIX_JOB_SIZE " + std::to_string(n) + " vs the launcher's");
+    check(long(me) == env_num("OMPI_COMM_WORLD_RANK"), "PMIX_RANK " + std::to_string(me) + " vs the launcher's");
+    check(long(s.local_rank()) == env_num("OMPI_COMM_WORLD_LOCAL_RANK"),
+          "PMIX_LOCAL_RANK " + std::to_string(s.local_rank()) + " vs the launcher's");
+  }
+
+  // Bulk: Put + Commit, one Fence collecting, a Get per peer.
+  check(s.put("check.bulk", bytes("bulk-" + std::to_string(me))).empty(), "put");
+  check(s.commit().empty(), "commit");
+  const auto f0 = std::chrono::steady_clock::now();
+  const std::string fenced = s.fence(true);
+  const double fence_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0).count();
+  check(fenced.empty(), fenced);
+  for (uint32_t r = 0; r < n; ++r) {
+    Fetched f = s.get(r, "check.bulk", 0);
+    check(f.ok() && text(f.bytes) == "bulk-" + std::to_string(r), "bulk get of rank " + std::to_string(r) + ": " +
+                                                                      (f.ok() ? "'" + text(f.bytes) + "'" : f.error));
+  }
+
+  // Direct modex: published after the fence, fetched from one peer with a timeout, no fence.
+  check(s.put("check.direct", bytes("direct-" + std::to_string(me))).empty() && s.commit().empty(), "put direct");
+  const uint32_t peer = (me + 1) % n;
+  Fetched d = s.get(peer, "check.direct", 10);
+  check(d.ok() && text(d.bytes) == "direct-" + std::to_string(peer),
+        "direct get of rank " + std::to_string(peer) + ": " + (d.ok() ? "'" + text(d.bytes) + "'" : d.error));
+
+  // A key nobody publishes: the timeout ends the wait, and the error says what timed out.
+  const auto t0 = std::chrono::steady_clock::now();
+  Fetched never = s.get(peer, "check.never_published", 1);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  check(!never.ok(), "a key nobody published was found");
+  check(never.error.find("PMIx_Get") != std::string::npos &&
+            never.error.find("check.never_published") != std::string::npos,
+        "the error names the call and the key: " + never.error);
+  check(waited < 5, "the 1 s timeout took " + std::to_string(waited) + " s");
+
+  // Death watch: the event through PMIx (its thread) -> eventfd -> this thread.
+  std::string why;
+  auto watch = PmixDeathWatch::create(s, why);
+  check(watch != nullptr, "death watch: " + why);
+  if (watch) {
+    const uint32_t victim = (me + n - 1) % n;
+    check(watch->take().empty(), "deaths before any event");
+    const std::string raised = watch->notify_self(victim);
+    check(raised.empty(), raised);
+    pollfd p{watch->fd(), POLLIN, 0};
+    check(poll(&p, 1, 5000) == 1, "the watch's fd did not become readable within 5 s");
+    std::vector<PeerDeath> d2 = watch->take();
+    check(d2.size() == 1 && d2[0].rank == victim,
+          "want one death of rank " + std::to_string(victim) + ", got " + std::to_string(d2.size()) +
+              (d2.empty() ? "" : " (rank " + std::to_string(d2[0].rank) + ", " + d2[0].event + ")"));
+    check(watch->take().empty(), "a death taken twice");
+  }
+  std::printf("pmix_job_check: rank %u of %u (local rank %u): fence %.1f ms, direct get %s, timeout after %.2f s: %s\n",
+              me, n, s.local_rank(), fence_ms, d.ok() ? "ok" : "failed", waited, failures ? "FAILED" : "passed");
+  std::fflush(stdout);
+  // Every rank's verdict before anyone leaves (rank 0 answers for the job).
+  check(s.put("check.verdict", bytes(failures ? "failed" : "ok")).empty() && s.commit().empty(), "put verdict");
+  check(s.fence(true).empty(), "last fence");
+  int bad = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    Fetched v = s.get(r, "check.verdict", 0);
+    if (!v.ok() || text(v.bytes) != "ok") ++bad;
+  }
+  if (me == 0) std::printf(bad ? "pmix_job_check: %d rank(s) FAILED\n" : "pmix_job_check: ok\n", bad);
+  watch.reset();
+  return bad ? 1 : 0;
+}

@@ -1,0 +1,327 @@
+// The PMIx driver (--bootstrap pmix): one rank per process under a PMIx launcher (mpirun,
+// srun --mpi=pmix), provider rdma, and no MPI call at all. The launcher's PMIx server is the
+// out-of-band channel: rank and size from it, every exchange a Put + Commit, a Fence and
+// Gets (job key, addresses, QPN tables, reports, exit status), the barriers Fences, the end
+// of wireup a background Fence among the live ranks. Connections go through the public API
+// as in the MPI driver. No progress line: rank 0 would need the others' counts every round,
+// a fence each (the MPI driver's rounds are a non-blocking allreduce).
+//
+// A killed rank (--kill-rank): the survivors learn of its death from PMIx's termination
+// event or, for a peer on this node, from its pidfd (pmix_death_watch.h says why both), and
+// give its pending lanes up at once (Wireup::fail_peer). Every fence after start() is among
+// the survivors only; they skip PMIx_Finalize (mpirun needs --enable-recovery).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "bootstrap/local_exit_watch.h"
+#include "bootstrap/pmix_death_watch.h"
+#include "wireup_a2a_driver.h"
+#include "wireup_a2a_pmix.h"
+
+namespace wireup::a2a {
+namespace {
+
+using bootstrap::PmixSession;
+constexpr auto kIdleWait = std::chrono::milliseconds(20);  // as the MPI driver (its comment)
+
+std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+std::string text_of(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
+// One exchange: every rank in `among` (all when empty) publishes `key`, a fence collects, and
+// each rank reads the others' records ("" stands for a rank that is not in `among`).
+Expected<std::vector<std::string>> exchange(PmixSession& s, const std::string& key, const std::string& mine,
+                                            const std::vector<uint32_t>& among) {
+  if (Problem p = s.put(key, bytes_of(mine)); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
+  if (Problem p = s.commit(); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
+  if (Problem p = s.fence(true, among); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
+  std::vector<std::string> all(s.size());
+  for (uint32_t r = 0; r < s.size(); ++r) {
+    if (!among.empty() && std::find(among.begin(), among.end(), r) == among.end()) continue;
+    bootstrap::Fetched f = s.get(r, key, 0);
+    if (!f.ok()) return Expected<std::vector<std::string>>::failure(f.error);
+    all[r] = text_of(f.bytes);
+  }
+  return all;
+}
+
+// Every rank says whether its step worked ("ok" or its problem); one failure stops them all.
+bool all_ok(PmixSession& s, const std::string& step, const Problem& p, const std::vector<uint32_t>& among = {}) {
+  if (!p.empty()) std::fprintf(stderr, "wireup_a2a: rank %u: %s\n", s.rank(), p.c_str());
+  auto all = exchange(s, "a2a.ok." + step, p.empty() ? "ok" : p, among);
+  if (!all) return std::fprintf(stderr, "wireup_a2a: rank %u: %s\n", s.rank(), all.error().c_str()), false;
+  for (uint32_t r = 0; r < s.size(); ++r)
+    if (!(*all)[r].empty() && (*all)[r] != "ok") return false;
+  return true;
+}
+
+// What each rank publishes before start(): its listen address, where it runs (for the exit
+// watch) and its pid, as "host pid hex-address".
+std::string my_record(const wireup::Wireup& e) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::string r = std::string(host) + " " + std::to_string(getpid()) + " ";
+  for (uint8_t b : e.local_address()) {
+    static const char* const hex = "0123456789abcdef";
+    r += hex[b >> 4], r += hex[b & 15];
+  }
+  return r;
+}
+
+struct PeerRecord {
+  std::string host;
+  pid_t pid = 0;
+  std::vector<uint8_t> address;
+};
+Expected<PeerRecord> parse_record(uint32_t rank, const std::string& text) {
+  PeerRecord p;
+  const size_t a = text.find(' '), b = text.find(' ', a + 1);
+  auto bad = [&](const char* why) {
+    return Expected<PeerRecord>::failure("rank " + std::to_string(rank) + "'s record '" + text + "': " + why);
+  };
+  if (a == std::string::npos || b == std::string::npos) return bad("expected 'host pid address'");
+  p.host = text.substr(0, a);
+  p.pid = pid_t(std::atol(text.substr(a + 1, b - a - 1).c_str()));
+  const std::string hex = text.substr(b + 1);
+  if (p.pid <= 0 || hex.size() % 2 != 0 || hex.size() / 2 > WIREUP_ADDRESS_MAX) return bad("bad pid or address");
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    auto nib = [](char c) { return c >= 'a' ? c - 'a' + 10 : c - '0'; };
+    p.address.push_back(uint8_t(nib(hex[i]) << 4 | nib(hex[i + 1])));
+  }
+  return p;
+}
+
+// The deaths both watches saw since the last call, each dead rank's pending lanes given up.
+struct DeathWatches {
+  std::unique_ptr<bootstrap::PmixDeathWatch> pmix;
+  bootstrap::LocalExitWatch local;
+  std::set<uint32_t> handled;
+  void drain(wireup::Wireup& e, uint32_t me) {
+    std::vector<bootstrap::PeerDeath> seen = local.poll();
+    if (pmix) for (auto& d : pmix->take()) seen.push_back(std::move(d));
+    for (const bootstrap::PeerDeath& d : seen) {
+      if (!handled.insert(d.rank).second) continue;
+      size_t n = 0;
+      const std::string why = "rank " + std::to_string(d.rank) + " died (" + d.event + ")";
+      const Problem p = attempt([&] { n = e.fail_peer(d.rank, why); });
+      std::fprintf(stderr, "[a2a] rank %u: %s, seen at %.6f: gave up %zu pending lane(s)%s%s\n", me, why.c_str(),
+                   d.at_s, n, p.empty() ? "" : ": ", p.c_str());
+    }
+  }
+};
+
+// Progresses the engine (and the death watches) until every live rank is done: a rank that
+// is done joins a background fence of the live ranks; the loop ends when it completes.
+WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32_t>& live, DeathWatches& dw) {
+  WireupRun out;
+  const auto t0 = Clock::now();
+  const auto cpu0 = cpu_seconds();
+  bool done = false;
+  bootstrap::PendingFence end;
+  for (;;) {
+    dw.drain(e, s.rank());
+    int work = 0;
+    if (out.error.empty()) out.error = attempt([&] { work = e.progress(); });
+    if (!done && (!out.error.empty() || e.done())) {
+      done = true, out.seconds = since(t0);
+      const auto cpu = cpu_seconds();
+      out.user_s = cpu.first - cpu0.first, out.sys_s = cpu.second - cpu0.second;
+      if (Problem p = s.fence_start(end, live); !p.empty()) {
+        out.error = p;
+        return out;
+      }
+    }
+    if (done && end.done()) {
+      if (Problem p = end.result(); !p.empty() && out.error.empty()) out.error = p;
+      return out;
+    }
+    if (work == 0 && out.error.empty()) out.error = attempt([&] { e.wait(kIdleWait); });
+  }
+}
+
+// The space-separated decimal numbers of `text`.
+std::vector<uint32_t> numbers(const std::string& text) {
+  std::vector<uint32_t> v;
+  const char* p = text.c_str();
+  for (;;) {
+    char* end = nullptr;
+    const unsigned long x = std::strtoul(p, &end, 10);
+    if (end == p) return v;
+    v.push_back(uint32_t(x));
+    p = end;
+  }
+}
+
+// The QPN cross-check: each live rank publishes what it recorded per (peer, lane), then reads
+// what every other live rank recorded about it.
+void qpn_exchange(PmixSession& s, wireup::Wireup& e, const std::vector<uint32_t>& live, uint32_t lanes,
+                  CheckCounts& c) {
+  const uint32_t n = s.size(), me = s.rank();
+  std::vector<QpnPair> table(size_t(n) * lanes);
+  for (const wireup_result_t& r : e.results())
+    if (r.peer < n && r.lane < lanes) table[size_t(r.peer) * lanes + r.lane] = {r.local_qpn, r.remote_qpn};
+  std::string mine;
+  for (const QpnPair& q : table) mine += std::to_string(q.local) + " " + std::to_string(q.remote) + " ";
+  auto all = exchange(s, "a2a.qpns", mine, live);
+  if (!all) {
+    c.problem("rank " + std::to_string(me) + ": QPN exchange: " + all.error()), ++c.errors;
+    return;
+  }
+  for (uint32_t peer : live) {
+    if (peer == me) continue;
+    const std::vector<uint32_t> v = numbers((*all)[peer]);
+    if (v.size() != size_t(n) * lanes * 2) {
+      c.problem("rank " + std::to_string(peer) + "'s QPN table has " + std::to_string(v.size()) + " numbers");
+      ++c.errors;
+      continue;
+    }
+    for (uint32_t l = 0; l < lanes; ++l) {
+      const size_t i = (size_t(me) * lanes + l) * 2;
+      cross_check(me, peer, l, table[size_t(peer) * lanes + l], QpnPair{v[i], v[i + 1]}, c);
+    }
+  }
+}
+
+// The SEND both ways: receives everywhere, a fence so no SEND finds its receiver unready,
+// then the SENDs, then every completion or the deadline.
+Problem data_exchange(const Options& o, RdmaRank& rr, PmixSession& s, const std::vector<uint32_t>& live,
+                      const std::set<uint32_t>& dead, CheckCounts& c) {
+  VerbsDataPath path(rr, dead);
+  DataCheck dc(path.lanes(), path, s.rank());
+  const Problem posted = dc.post_recvs();
+  if (!all_ok(s, "recvs", posted, live)) return posted;  // "" when another rank could not: it says why
+  if (Problem p = dc.post_sends(); !p.empty()) return p;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(o.verify_timeout_s);
+  for (;;) {
+    auto r = dc.poll(c);
+    if (!r) return r.error();
+    if (*r) break;
+    if (Clock::now() >= deadline) {
+      dc.give_up(c);
+      break;
+    }
+    usleep(100);
+  }
+  return {};
+}
+
+// Every live rank's report to rank `live[0]`, which prints the summary and publishes the exit
+// status; returns it, the same on every live rank.
+int summarize_job(PmixSession& s, const RankReport& rep, const std::vector<uint32_t>& live, const JobInfo& job,
+                  bool json) {
+  auto all = exchange(s, "a2a.report", serialize(rep), live);
+  int status = 1;
+  const bool first = s.rank() == live.front();
+  if (first && all) {
+    std::vector<RankReport> reports;
+    for (uint32_t r : live) {
+      auto one = deserialize((*all)[r]);
+      if (!one) std::fprintf(stderr, "wireup_a2a: report of rank %u: %s\n", r, one.error().c_str());
+      else reports.push_back(std::move(*one));
+    }
+    const Summary sum = summarize(job, reports);
+    print_summary(sum, json);
+    status = reports.size() == live.size() ? exit_status(sum) : 1;
+  } else if (!all) {
+    std::fprintf(stderr, "wireup_a2a: rank %u: %s\n", s.rank(), all.error().c_str());
+  }
+  auto st = exchange(s, "a2a.status", first ? std::to_string(status) : "", live);
+  return st ? std::atoi((*st)[live.front()].c_str()) : 1;
+}
+
+}  // namespace
+
+int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) {
+  PmixSession& s = *session;
+  const int wr = int(s.rank()), wn = int(s.size());
+  if (wn < 2 || o.kill_rank >= wn) {
+    if (wr == 0)
+      std::fprintf(stderr, "wireup_a2a: %s\n", wn < 2 ? "needs at least 2 ranks (mpirun -np N, N >= 2)"
+                                                      : "--kill-rank is not a rank of this job");
+    return 2;
+  }
+  const bool victim = o.kill_rank == wr;
+  std::set<uint32_t> dead;
+  if (o.kill_rank >= 0) dead.insert(uint32_t(o.kill_rank));
+  std::vector<uint32_t> live;
+  for (uint32_t r = 0; r < uint32_t(wn); ++r)
+    if (!dead.count(r)) live.push_back(r);
+
+  // --- setup: every rank's failure is reported, then all stop --------------------------------
+  std::unique_ptr<RdmaRank> rr;
+  uint64_t key = 0;
+  // The device choice ranks devices by the local rank: PMIx's (the user's --set still wins).
+  Options ro = o;
+  ro.overrides.insert(ro.overrides.begin(), "device.local_rank=" + std::to_string(s.local_rank()));
+  Problem p = attempt([&] { rr = std::make_unique<RdmaRank>(ro); });
+  if (p.empty() && wr == 0) p = attempt([&] { key = pick_job_key(o, rr->context()); });
+  if (!all_ok(s, "context", p)) return 1;
+  auto keys = exchange(s, "a2a.job_key", std::to_string(key), {});
+  if (!keys) return std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, keys.error().c_str()), 1;
+  key = std::strtoull((*keys)[0].c_str(), nullptr, 10);
+  if (!all_ok(s, "open", attempt([&] { rr->open(uint32_t(wr), uint32_t(wn), key); }))) return 1;
+  wireup::Wireup& wu = rr->wireup();
+  // The addresses: one Put each, one Fence that collects them, a Get per peer (bulk).
+  auto records = exchange(s, "wireup.address", my_record(wu), {});
+  DeathWatches dw;
+  p = records ? Problem{} : records.error();
+  std::vector<wireup::PeerAddress> peers;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  for (uint32_t r = 0; p.empty() && r < uint32_t(wn); ++r) {
+    auto rec = parse_record(r, (*records)[r]);
+    if (!rec) p = rec.error();
+    else peers.push_back({r, rec->address});
+    if (rec && r != uint32_t(wr) && rec->host == host && p.empty()) p = dw.local.add(r, rec->pid);
+  }
+  if (p.empty()) p = attempt([&] { wu.set_peers(peers); });
+  std::string why;
+  if (p.empty() && !(dw.pmix = bootstrap::PmixDeathWatch::create(s, why))) p = why;
+  if (!all_ok(s, "peers", p)) return 1;
+
+  // --- wireup ----------------------------------------------------------------------------
+  const uint32_t lanes = rr->lanes();
+  const uint64_t planned = uint64_t(wn) * uint64_t(wn - 1) / 2 * lanes;
+  if (wr == 0 && !o.json)
+    std::fprintf(stderr, "[a2a] %d ranks x %u lanes = %llu connections (bootstrap pmix, %s); rank 0 on %s; %zu peer(s) "
+                 "on this node watched by pidfd\n", wn, lanes, (unsigned long long)planned, s.nspace().c_str(),
+                 rr->context().listen_source().c_str(), dw.local.size());
+  if (Problem f = s.fence(false); !f.empty()) return std::fprintf(stderr, "wireup_a2a: %s\n", f.c_str()), 1;
+  const Problem started = attempt([&] { wu.start(); });
+  if (victim) run_victim(o, wu, wr);
+  WireupRun w = run_wireup(s, wu, live, dw);
+  if (w.error.empty()) w.error = attempt([&] { (void)wu.progress(); });  // steady events that came meanwhile
+  if (!started.empty()) w.error = started;
+  if (!w.error.empty()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.c_str());
+
+  // --- checks, among the live ranks --------------------------------------------------------
+  RankReport rep;
+  if (Problem q = attempt([&] { rep = make_report(uint32_t(wr), *rr, w.seconds, dead); }); !q.empty())
+    rep.rank = uint32_t(wr), rep.check.problem("rank " + std::to_string(wr) + ": report: " + q), ++rep.check.errors;
+  rep.user_s = w.user_s, rep.sys_s = w.sys_s;
+  if (!w.error.empty()) rep.check.problem("rank " + std::to_string(wr) + ": " + w.error), ++rep.check.errors;
+  if (o.verify) {
+    qpn_exchange(s, wu, live, lanes, rep.check);
+    if (Problem d = data_exchange(o, *rr, s, live, dead, rep.check); !d.empty())
+      rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d), ++rep.check.errors;
+    if (Problem f = s.fence(false, live); !f.empty())  // nobody tears down while a peer still polls
+      rep.check.problem(f), ++rep.check.errors;
+  }
+  // The job's wall time: the slowest live rank's, which the summary takes from the reports.
+  double wall = w.seconds;
+  auto walls = exchange(s, "a2a.wall", std::to_string(w.seconds), live);
+  if (walls)
+    for (uint32_t r : live) wall = std::max(wall, std::atof((*walls)[r].c_str()));
+  const int status = summarize_job(s, rep, live, JobInfo{uint32_t(wn), lanes, "rdma", "pmix", wall, o.verify, dead},
+                                   o.json);
+  std::fflush(nullptr);
+  dw.pmix.reset();  // the handler goes before the session
+  rr->close();      // disconnect (up to 2 s), then our QPs, CQ and PD
+  rr.reset();       // the context last
+  if (!dead.empty()) _exit(status);  // PMIx_Finalize may wait for the dead rank
+  return status;
+}
+
+}  // namespace wireup::a2a
