@@ -164,6 +164,7 @@ Status Engine::start() {
   records_.reserve(pairs_.size());
   stats_.reserve(active.size(), passive.size());
   life_.started = true;
+  life_.started_at = now();
   life_.deadline = now() + o.wireup_timeout;
   maybe_end_setup();
   return Status::ok();
@@ -243,9 +244,9 @@ Nanos Engine::next_wakeup() const {
     return std::max(t, std::min(std::max(linger_until(), farewell_until()), farewell_due));
   }
   const bool room = admission_.connect_room();
-  if (room && !pairs_.all_started()) return t;
   if (admission_.qp_grant_ready()) return t;
   Nanos w = life_.deadline;
+  if (room && !pairs_.all_started()) w = std::min(w, first_connect_due());
   if (room) w = std::min(w, retries_.next_due(RetryScheduler::Queue::connect));
   w = std::min(w, retries_.next_due(RetryScheduler::Queue::notice));
   w = std::min(w, farewell_due);

@@ -115,6 +115,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   };
   struct Lifecycle {
     bool started = false;
+    Nanos started_at{0};  // incast pacing counts from here
     Nanos deadline{0};
     Nanos last_active_established = cm::kUnset;
     uint32_t farewells = 0;            // abandon notices in flight
@@ -144,6 +145,8 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
   // the active side and settling (engine_active.cc)
   cm::Spec spec_for(const Pair& p) const;
   int start_connects();
+  // When the next first attempt in start order may leave (incast.h); Nanos::min() if now.
+  Nanos first_connect_due() const;
   int grant_qps();
   void after_event(Pair& p);
   void establish(Pair& p);

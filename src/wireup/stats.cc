@@ -38,6 +38,7 @@ const char* to_string(Counter c) {
     case Counter::repairs_refused: return "repairs_refused";
     case Counter::abandons_sent: return "abandons_sent";
     case Counter::abandons_received: return "abandons_received";
+    case Counter::connects_paced: return "connects_paced";
     case Counter::count_: break;
   }
   return "?";

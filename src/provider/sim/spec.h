@@ -68,6 +68,7 @@ struct SimStats {
   uint64_t dreq_retransmits = 0;
   uint64_t mra_sent = 0;
   uint64_t backlog_drops = 0;        // REQs dropped because a listener's backlog was full
+  uint64_t backlog_peak = 0;         // most CONNECT_REQUESTs ever waiting on one listener's backlog
   uint64_t forced_rejects = 0;
   uint64_t unreachable = 0;          // UNREACHABLE events (REQ or REP retries exhausted)
   uint64_t destroyed_with_unacked = 0;   // rdma_destroy_id would have blocked forever
