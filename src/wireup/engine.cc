@@ -44,6 +44,7 @@ Status check_options(const EngineOptions& o, const qp::QpFactory& factory) {
   if (o.connect_window == 0) return bad_option("connect_window is 0");
   if (o.qp_window == 0) return bad_option("qp_window is 0");
   if (o.max_attempts == 0) return bad_option("max_attempts is 0");
+  if (o.incast.on && (o.incast.burst == 0 || o.incast.rate == 0)) return bad_option("incast pacing with a zero burst or rate");
   if (o.backoff_jitter < 0 || o.backoff_jitter > 1) return bad_option("backoff_jitter outside [0, 1]");
   if (o.listen_addr.empty()) return bad_option("listen_addr is not set");
   if (o.listen_addr.family() == AF_INET && o.listen_addr.ipv4_addr() == 0)
@@ -80,7 +81,8 @@ Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions 
   WIREUP_TRY(check_options(o, factory));
   cm::Profile profile = make_profile(o);
   Wire wire(o.job_key, o.rank);
-  std::unique_ptr<Engine> e(new Engine(p, Fixed{std::move(o), std::move(profile), wire, std::move(factory)}));
+  const incast::Pacing pacing = incast::effective(o.incast, o.backlog);
+  std::unique_ptr<Engine> e(new Engine(p, Fixed{std::move(o), std::move(profile), wire, std::move(factory), pacing}));
   auto steady = p.create_channel();
   if (!steady) return steady.error();
   e->channels_.steady = std::move(steady).value();

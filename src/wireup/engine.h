@@ -112,6 +112,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver {
     cm::Profile profile;  // what every connection shares, from opt
     Wire wire;
     qp::QpFactory factory;
+    incast::Pacing pacing;  // opt.incast with the burst capped by the backlog (incast.h)
   };
   struct Lifecycle {
     bool started = false;

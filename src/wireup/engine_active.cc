@@ -58,8 +58,8 @@ int Engine::start_connects() {
 Nanos Engine::first_connect_due() const {
   const Pair* p = pairs_.peek_next_to_start();
   const EngineOptions& o = opt();
-  if (p == nullptr || !o.incast.on) return Nanos::min();
-  const Nanos d = incast::delay(o.incast, incast::slot(o.rank, p->peer, p->lane, o.nranks));
+  if (p == nullptr || !fixed_.pacing.on) return Nanos::min();
+  const Nanos d = incast::delay(fixed_.pacing, incast::slot(o.rank, p->peer, p->lane, o.nranks));
   return d > Nanos{0} ? life_.started_at + d : Nanos::min();
 }
 

@@ -4,9 +4,9 @@
 
 namespace wireup::incast {
 
-Pacing make(bool on, uint32_t burst, uint32_t rate, int backlog) {
+Pacing effective(const Pacing& asked, int backlog) {
   const uint32_t half = backlog > 1 ? static_cast<uint32_t>(backlog / 2) : 1;
-  return Pacing{on, std::max<uint32_t>(1, std::min(burst, half)), std::max<uint32_t>(1, rate)};
+  return Pacing{asked.on, std::max<uint32_t>(1, std::min(asked.burst, half)), std::max<uint32_t>(1, asked.rate)};
 }
 
 uint64_t slot(uint32_t me, uint32_t peer, uint32_t lane, uint32_t n) {

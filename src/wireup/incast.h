@@ -32,9 +32,9 @@ struct Pacing {
   uint32_t rate = 0;   // first REQs per second one listener is sent after the burst
 };
 
-// The pacing a job uses: `burst` capped at half the listen backlog, so that retries, notices
-// and strangers still find room.
-Pacing make(bool on, uint32_t burst, uint32_t rate, int backlog);
+// The pacing a listener of `backlog` is sent: the configured burst capped at half the backlog,
+// so that retries, notices and strangers still find room.
+Pacing effective(const Pacing& asked, int backlog);
 
 // The slot of rank `me`'s REQ for `lane` among the first REQs listener `peer` is planned to
 // receive in a job of n ranks. Only meaningful when plan::initiates(me, peer, n).
