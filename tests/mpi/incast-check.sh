@@ -16,7 +16,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-A2A="" NP="" MODE="" BACKLOG=2 RATE=10 TIMEOUT=240
+A2A="" NP="" MODE="" BACKLOG=4 RATE=1 TIMEOUT=280
 while (($#)); do
   case "$1" in
     --a2a) A2A=$2; shift 2 ;;
@@ -34,9 +34,13 @@ done
 case "$MODE" in paced|off) ;; *) echo "incast-check: --mode paced|off" >&2; exit 2 ;; esac
 for t in mpirun jq timeout; do command -v $t >/dev/null || { echo "incast-check: '$t' not found" >&2; exit 2; }; done
 
-# The IB CM's per-port counters of the device the tuning file names (rxe0, port 1).
-CM=/sys/class/infiniband_cm/rxe0/1
-[ -r "$CM/cm_tx_retries/req" ] || { echo "incast-check: FAILED: no IB CM counters at $CM (is rxe0 up?)"; exit 1; }
+# The IB CM's per-port counters of the device the tuning file names (rxe0, port 1): under the
+# device's port since Linux 5.x (Debian 12's 6.1), /sys/class/infiniband_cm before.
+CM=""
+for d in /sys/class/infiniband/rxe0/ports/1 /sys/class/infiniband_cm/rxe0/1; do
+  [ -r "$d/cm_tx_retries/req" ] && { CM=$d; break; }
+done
+[ -n "$CM" ] || { echo "incast-check: FAILED: no IB CM counters for rxe0 port 1 (is rxe0 up?)"; exit 1; }
 counters() { echo "$(cat "$CM/cm_tx_msgs/req") $(cat "$CM/cm_tx_retries/req") $(cat "$CM/cm_rx_duplicates/req")"; }
 
 INTO=0
