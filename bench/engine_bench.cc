@@ -15,6 +15,7 @@
 #include <malloc.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -53,7 +54,8 @@ struct EngineJob {
 };
 
 // n ranks on nodes 0..n-1 of `fab`; `peers_of(i)` = the ranks i knows (all, by default).
-std::unique_ptr<EngineJob> make_job(SimFabric& fab, uint32_t n, uint32_t lanes, bool hub = false) {
+// `paced` = false switches incast pacing off (cm.incast = "off"): the before/after switch.
+std::unique_ptr<EngineJob> make_job(SimFabric& fab, uint32_t n, uint32_t lanes, bool hub = false, bool paced = true) {
   auto job = std::make_unique<EngineJob>();
   std::vector<Peer> table;
   for (uint32_t i = 0; i < n; ++i) {
@@ -64,6 +66,7 @@ std::unique_ptr<EngineJob> make_job(SimFabric& fab, uint32_t n, uint32_t lanes, 
     o.job_key = 0xb0b;
     o.listen_addr = fab.address(i);
     o.wireup_timeout = 3600s;
+    o.incast.on = paced;
     job->factories.push_back(std::make_unique<qp::DefaultQpFactory>(prov::QpCaps{8, 8, 1, 1, 0}, 64));
     auto e = Engine::create(fab.provider(i), o, job->factories.back()->hook());
     if (!e) std::abort();
@@ -152,33 +155,54 @@ void BM_EngineVsMesh(benchmark::State& state) {
 }
 BENCHMARK(BM_EngineVsMesh)->Arg(32)->Arg(64)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
 
-Nanos hub_time(uint32_t peers) {
+struct HubRun {
+  Nanos time{0};
+  uint64_t backlog_drops = 0;  // REQs the hub's (or any) listener dropped at a full backlog
+  uint64_t req_retransmits = 0;
+  uint64_t backlog_peak = 0;   // most REQs ever waiting on one listener (the margin left)
+};
+
+HubRun hub_run(uint32_t peers, bool paced) {
   SimConfig cfg;
   cfg.latency = LatencyModel::rxe_vm();
   SimFabric fab(cfg);
   add_nodes(fab, peers + 1);
-  auto job = make_job(fab, peers + 1, 1, true);
+  auto job = make_job(fab, peers + 1, 1, true, paced);
   const Nanos t0 = fab.now();
   run(fab, *job);
-  return fab.now() - t0;
+  const prov::sim::SimStats& s = fab.stats();
+  return HubRun{fab.now() - t0, s.backlog_drops, s.req_retransmits, s.backlog_peak};
 }
 
+// Arg 1: incast pacing on (the default configuration); 0: off (cm.incast = "off").
 void BM_HubPeers(benchmark::State& state) {
   const uint32_t peers = static_cast<uint32_t>(state.range(0));
-  Nanos t{0};
-  for (auto _ : state) t = hub_time(peers);
+  HubRun r;
+  for (auto _ : state) r = hub_run(peers, state.range(1) != 0);
   state.counters["peers"] = peers;
-  state.counters["projected_s"] = t.count() / 1e9;
-  state.counters["projected_us_per_peer"] = t.count() / 1e3 / peers;
+  state.counters["projected_s"] = r.time.count() / 1e9;
+  state.counters["projected_us_per_peer"] = r.time.count() / 1e3 / peers;
+  state.counters["backlog_drops"] = double(r.backlog_drops);
+  state.counters["req_retransmits"] = double(r.req_retransmits);
+  state.counters["backlog_peak"] = double(r.backlog_peak);
 }
-BENCHMARK(BM_HubPeers)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_HubPeers)->ArgsProduct({{512, 1024, 2048, 4096}, {1, 0}})->ArgNames({"peers", "paced"})
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// Arg 1: pacing on; 0: off, in the same binary and run, so before/after is one command.
 void BM_HubScaling(benchmark::State& state) {
-  double ratio = 0;
-  for (auto _ : state) ratio = double(hub_time(4096).count()) / double(hub_time(512).count());
-  state.counters["T4096_over_T512"] = ratio;  // target <= 8.5 (linear would be 8)
+  const bool paced = state.range(0) != 0;
+  HubRun big, small;
+  for (auto _ : state) {
+    big = hub_run(4096, paced);
+    small = hub_run(512, paced);
+  }
+  state.counters["T4096_over_T512"] = double(big.time.count()) / double(small.time.count());  // goal <= 8.2
+  state.counters["backlog_drops"] = double(big.backlog_drops + small.backlog_drops);  // goal 0
+  state.counters["req_retransmits"] = double(big.req_retransmits + small.req_retransmits);
+  state.counters["backlog_peak"] = double(std::max(big.backlog_peak, small.backlog_peak));
 }
-BENCHMARK(BM_HubScaling)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_HubScaling)->Arg(1)->Arg(0)->ArgName("paced")->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // A lower bound for an all-to-all of n ranks on model m: the busiest rank's serialized CPU
 // (events it must handle, QP creations and modifies it must make) or one connection's latency
@@ -196,7 +220,9 @@ Nanos critical_path_bound(const LatencyModel& m, uint32_t n) {
 
 void BM_AllToAllProjected(benchmark::State& state) {
   const uint32_t n = static_cast<uint32_t>(state.range(0));
+  const bool paced = state.range(1) != 0;
   SimDriveReport rep;
+  prov::sim::SimStats sim;
   Nanos bound{0};
   for (auto _ : state) {
     SimConfig cfg;
@@ -204,17 +230,21 @@ void BM_AllToAllProjected(benchmark::State& state) {
     bound = critical_path_bound(cfg.latency, n);
     SimFabric fab(cfg);
     add_nodes(fab, n);
-    auto job = make_job(fab, n, 1);
+    auto job = make_job(fab, n, 1, false, paced);
     rep = run(fab, *job);
+    sim = fab.stats();
   }
   state.counters["ranks"] = n;
+  state.counters["backlog_drops"] = double(sim.backlog_drops);
+  state.counters["req_retransmits"] = double(sim.req_retransmits);
+  state.counters["backlog_peak"] = double(sim.backlog_peak);
   state.counters["connections"] = double(n) * (n - 1) / 2;
   state.counters["projected_s"] = rep.virtual_end.count() / 1e9;
   state.counters["bound_s"] = bound.count() / 1e9;
   state.counters["projected_over_bound"] = double(rep.virtual_end.count()) / double(bound.count());
   state.counters["sim_wall_s"] = rep.wall_s;
 }
-BENCHMARK(BM_AllToAllProjected)->Arg(64)->Arg(128)->Arg(256)->Arg(512)->Arg(1024)
+BENCHMARK(BM_AllToAllProjected)->ArgsProduct({{64, 128, 256, 512, 1024}, {1, 0}})->ArgNames({"ranks", "paced"})
     ->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_EceNegotiation(benchmark::State& state) {

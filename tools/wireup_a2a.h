@@ -79,6 +79,7 @@ struct Options {
   int64_t kill_after_ms = -1;                //   ... this long after start
   int64_t kill_after_conns = -1;             //   ... or once it has this many connections
   double verify_timeout_s = 30;              // SEND check: completions must arrive by then
+  int into = -1;                             // --into R: every other rank connects to rank R only (an incast)
 };
 
 extern const char* const kUsage;
@@ -185,6 +186,7 @@ struct JobInfo {
   double wall_s = 0;               // first start to last done (max over ranks)
   bool verified = false;           // checks ran
   std::set<uint32_t> dead;         // ranks killed on purpose (--kill-rank)
+  int into = -1;                   // --into: the one rank every other rank connects to
 };
 
 struct PhaseStats {

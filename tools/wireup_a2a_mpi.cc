@@ -172,6 +172,12 @@ std::vector<wireup::PeerAddress> exchange_addresses(const wireup::Wireup& e, int
   return peers;
 }
 
+// The peers this rank is given: everyone, or with --into R only R (R itself keeps everyone).
+std::vector<wireup::PeerAddress> peer_table(const Options& o, std::vector<wireup::PeerAddress> all, int me) {
+  if (o.into < 0 || o.into == me) return all;
+  return {all[size_t(o.into)]};
+}
+
 // Every live rank's report to live rank 0, which prints the summary; returns the job's exit
 // status, the same on every live rank.
 int summarize_job(const RankReport& rep, MPI_Comm live, const std::vector<int>& world_of, const JobInfo& job,
@@ -215,10 +221,11 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   int wr = 0, wn = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &wr);
   MPI_Comm_size(MPI_COMM_WORLD, &wn);
-  if (wn < 2 || o.kill_rank >= wn) {
+  if (wn < 2 || o.kill_rank >= wn || o.into >= wn) {
     if (wr == 0)
       std::fprintf(stderr, "wireup_a2a: %s\n", wn < 2 ? "needs at least 2 ranks (mpirun -np N, N >= 2)"
-                                                      : "--kill-rank is not a rank of this job");
+                                                : o.into >= wn ? "--into is not a rank of this job"
+                                                               : "--kill-rank is not a rank of this job");
     MPI_Finalize();
     return 2;
   }
@@ -238,12 +245,12 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { rr->open(uint32_t(wr), uint32_t(wn), key); })))
     return MPI_Finalize(), 1;
   wireup::Wireup& wu = rr->wireup();
-  if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { wu.set_peers(exchange_addresses(wu, wn)); })))
+  if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { wu.set_peers(peer_table(o, exchange_addresses(wu, wn), wr)); })))
     return MPI_Finalize(), 1;
 
   // --- wireup ----------------------------------------------------------------------------
   const uint32_t lanes = rr->lanes();
-  const uint64_t planned = uint64_t(wn) * uint64_t(wn - 1) / 2 * lanes;
+  const uint64_t planned = (o.into >= 0 ? uint64_t(wn - 1) : uint64_t(wn) * uint64_t(wn - 1) / 2) * lanes;
   if (wr == 0 && !o.json)
     std::fprintf(stderr, "[a2a] %d ranks x %u lanes = %llu connections; rank 0 on %s\n", wn, lanes,
                  (unsigned long long)planned, rr->context().listen_source().c_str());
@@ -273,7 +280,7 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
       rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d), ++rep.check.errors;
     MPI_Barrier(live);  // nobody tears down while a peer still polls
   }
-  const int status = summarize_job(rep, live, world_of, JobInfo{uint32_t(wn), lanes, "rdma", "mpi", wall, o.verify, dead},
+  const int status = summarize_job(rep, live, world_of, JobInfo{uint32_t(wn), lanes, "rdma", "mpi", wall, o.verify, dead, o.into},
                                    o.json);
   std::fflush(nullptr);
   rr->close();  // disconnect (up to 2 s), then our QPs, CQ and PD

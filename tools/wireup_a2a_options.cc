@@ -27,6 +27,9 @@ const char* const kUsage =
     "  --no-verify            skip the QPN cross-check and the SEND both ways\n"
     "  --no-progress          no progress line on stderr\n"
     "  --verify-timeout-s S   SEND check deadline (default 30)\n"
+    "  --into R               an incast: every other rank knows (and connects to) rank R only;\n"
+    "                         R knows everyone (roles still follow the plan: about half the\n"
+    "                         ranks initiate to R)\n"
     "  --kill-rank R          fault injection: rank R _exit()s mid-wireup; the others report it\n"
     "                         and keep every other connection (mpirun needs --enable-recovery)\n"
     "  --kill-after-ms T      ... T ms after start (default 0 with --kill-rank alone)\n"
@@ -71,7 +74,7 @@ Expected<Options> parse_options(int argc, char** argv) {
     static const std::set<std::string> with_value = {
         "--lanes", "--config", "--set", "--wireup-timeout-ms", "--addr", "--job-key", "--kill-rank",
         "--kill-after-ms", "--kill-after-conns", "--provider", "--ranks", "--latency", "--seed",
-        "--verify-timeout-s", "--bootstrap"};
+        "--verify-timeout-s", "--bootstrap", "--into"};
     if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos &&
                                          with_value.count(arg.substr(0, eq))) {
       value = arg.substr(eq + 1), arg = arg.substr(0, eq);
@@ -112,6 +115,10 @@ Expected<Options> parse_options(int argc, char** argv) {
       auto n = number<int64_t>(arg, value, 1);
       if (!n) return bad<Options>(n.error());
       o.kill_after_conns = *n, kill_when = true;
+    } else if (arg == "--into") {
+      auto n = number<int>(arg, value, 0);
+      if (!n) return bad<Options>(n.error());
+      o.into = *n;
     } else if (arg == "--verify-timeout-s") {
       auto n = number<int>(arg, value, 1);
       if (!n) return bad<Options>(n.error());
@@ -141,6 +148,7 @@ Expected<Options> parse_options(int argc, char** argv) {
   }
   if (o.provider == "sim" && o.sim_ranks == 0) return bad<Options>("--provider sim needs --ranks N");
   if (o.provider != "sim" && o.sim_ranks != 0) return bad<Options>("--ranks is for --provider sim (under mpirun, use -np)");
+  if (o.provider == "sim" && o.into >= 0) return bad<Options>("--into is for the rdma provider (under mpirun)");
   if (kill_when && o.kill_rank < 0) return bad<Options>("--kill-after-ms/--kill-after-conns need --kill-rank");
   if (o.kill_rank >= 0 && !kill_when) o.kill_after_ms = 0;
   return o;

@@ -65,7 +65,8 @@ bool checks_failed(const Summary& s) {
 Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports) {
   Summary s;
   s.job = job;
-  s.planned = uint64_t(job.ranks) * (job.ranks - 1) / 2 * job.lanes;
+  // --into: one pair per other rank (each knows only that rank), not every pair.
+  s.planned = (job.into >= 0 ? uint64_t(job.ranks - 1) : uint64_t(job.ranks) * (job.ranks - 1) / 2) * job.lanes;
   std::set<std::string> devices;
   std::array<std::vector<int64_t>, kPhases> all;
   for (const RankReport& r : reports) {
@@ -182,6 +183,7 @@ std::string human(const Summary& s) {
 std::string to_json(const Summary& s) {
   std::string o = "{";
   o += "\"ranks\":" + std::to_string(s.job.ranks) + ",\"lanes\":" + std::to_string(s.job.lanes);
+  if (s.job.into >= 0) o += ",\"into\":" + std::to_string(s.job.into);
   o += ",\"planned\":" + std::to_string(s.planned) + ",\"connections\":" + std::to_string(s.connections);
   o += ",\"failed\":" + std::to_string(s.failed) + ",\"lost\":" + std::to_string(s.lost);
   o += ",\"wall_s\":" + fmt("%.6f", s.job.wall_s) + ",\"conn_per_s\":" + fmt("%.2f", s.conn_per_s);

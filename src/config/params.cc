@@ -14,6 +14,8 @@ constexpr EnumChoice kEceMode[] = {{"off", static_cast<int64_t>(EceMode::off)},
                                    {"auto", static_cast<int64_t>(EceMode::automatic)},
                                    {"on", static_cast<int64_t>(EceMode::on)},
                                    {"required", static_cast<int64_t>(EceMode::required)}};
+constexpr EnumChoice kIncast[] = {{"off", static_cast<int64_t>(IncastControl::off)},
+                                  {"paced", static_cast<int64_t>(IncastControl::paced)}};
 constexpr EnumChoice kLogLevel[] = {{"error", static_cast<int64_t>(log::Level::error)},
                                     {"warn", static_cast<int64_t>(log::Level::warn)},
                                     {"info", static_cast<int64_t>(log::Level::info)},
@@ -72,6 +74,20 @@ const Param kParams[] = {
     {.section = "cm", .key = "reuseaddr", .type = T::boolean, .default_toml = "false",
      .help = "RDMA_OPTION_ID_REUSEADDR on the listening id, to rebind a fixed port at once.",
      .store = WIREUP_STORE(cm, reuseaddr)},
+    {.section = "cm", .key = "incast", .type = T::enumeration, .default_toml = "\"paced\"",
+     .help = "paced: each rank delays its first connect to a peer by its place among that peer's "
+             "planned initiators, so that no listener's backlog overflows (a REQ dropped there "
+             "waits a CM retry, ~6 s); off: first connects leave as the connect window allows. "
+             "Every rank of a job must use the same [cm] incast keys and backlog.",
+     .choices = kIncast, .store = WIREUP_STORE(cm, incast)},
+    {.section = "cm", .key = "incast_burst", .type = T::integer, .default_toml = "512",
+     .help = "paced: first connect requests one listener is sent at once (at most backlog / 2; "
+             "512 = half the kernel's default net.rdma_ucm.max_backlog of 1024).",
+     .min = 1, .max = 65536, .store = WIREUP_STORE(cm, incast_burst)},
+    {.section = "cm", .key = "incast_rate", .type = T::integer, .default_toml = "500",
+     .help = "paced: first connect requests per second one listener is sent after the burst "
+             "(set it near what one process accepts per second on this fabric).",
+     .min = 1, .max = 10000000, .store = WIREUP_STORE(cm, incast_rate)},
     // [qp]
     {.section = "qp", .key = "path_mtu", .type = T::enumeration, .default_toml = "\"auto\"",
      .help = "Path MTU in bytes; auto = the port's active MTU as rdma_init_qp_attr reports it.",

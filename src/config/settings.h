@@ -25,6 +25,13 @@ struct DeviceSettings {
   bool operator==(const DeviceSettings&) const = default;
 };
 
+// Whether each rank paces its first connects to a peer by that peer's planned incoming load
+// (wireup/incast.h), so that no listener's backlog overflows.
+enum class IncastControl : uint8_t {
+  off,    // every first connect leaves as soon as the connect window has room
+  paced,  // a listener's planned initiators share one token bucket (burst, rate)
+};
+
 struct CmSettings {
   int port = 0;  // listen port; 0 = ephemeral (published out of band anyway)
   int backlog = 1024;
@@ -33,6 +40,9 @@ struct CmSettings {
   int tos = -1;          // -1: leave rdma_set_option(RDMA_OPTION_ID_TOS) alone
   int ack_timeout = -1;  // -1: unset; else local ACK timeout 4.096 us * 2^v
   bool reuseaddr = false;
+  IncastControl incast = IncastControl::paced;
+  int incast_burst = 512;  // first REQs a listener takes at once (capped at backlog / 2)
+  int incast_rate = 500;   // first REQs per second a listener takes after the burst
   bool operator==(const CmSettings&) const = default;
 };
 

@@ -44,6 +44,7 @@ Status check_options(const EngineOptions& o, const qp::QpFactory& factory) {
   if (o.connect_window == 0) return bad_option("connect_window is 0");
   if (o.qp_window == 0) return bad_option("qp_window is 0");
   if (o.max_attempts == 0) return bad_option("max_attempts is 0");
+  if (o.incast.on && (o.incast.burst == 0 || o.incast.rate == 0)) return bad_option("incast pacing with a zero burst or rate");
   if (o.backoff_jitter < 0 || o.backoff_jitter > 1) return bad_option("backoff_jitter outside [0, 1]");
   if (o.listen_addr.empty()) return bad_option("listen_addr is not set");
   if (o.listen_addr.family() == AF_INET && o.listen_addr.ipv4_addr() == 0)
@@ -82,7 +83,9 @@ Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions 
   cm::Profile profile = make_profile(o);
   auto wire = Wire::create(o.job_key, o.rank, random_nonce_base());
   if (!wire) return wire.error();
-  std::unique_ptr<Engine> e(new Engine(p, Fixed{std::move(o), std::move(profile), *wire, std::move(factory)}));
+  const incast::Pacing pacing = incast::effective(o.incast, o.backlog);
+  std::unique_ptr<Engine> e(
+      new Engine(p, Fixed{std::move(o), std::move(profile), *wire, std::move(factory), pacing}));
   auto steady = p.create_channel();
   if (!steady) return steady.error();
   e->channels_.steady = std::move(steady).value();
@@ -168,6 +171,7 @@ Status Engine::start() {
   records_.reserve(pairs_.size());
   stats_.reserve(active.size(), passive.size());
   life_.started = true;
+  life_.started_at = now();
   life_.deadline = now() + o.wireup_timeout;
   maybe_end_setup();
   return Status::ok();
@@ -275,9 +279,9 @@ Nanos Engine::next_wakeup() const {
     return std::max(t, std::min(std::max(linger_until(), farewell_until()), farewell_due));
   }
   const bool room = admission_.connect_room();
-  if (room && !pairs_.all_started()) return t;
   if (admission_.qp_grant_ready()) return t;
   Nanos w = life_.deadline;
+  if (room && !pairs_.all_started()) w = std::min(w, first_connect_due());
   if (room) w = std::min(w, retries_.next_due(RetryScheduler::Queue::connect));
   w = std::min(w, retries_.next_due(RetryScheduler::Queue::notice));
   w = std::min(w, farewell_due);

@@ -134,9 +134,11 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
     cm::Profile profile;  // what every connection shares, from opt
     Wire wire;
     qp::QpFactory factory;
+    incast::Pacing pacing;  // opt.incast with the burst capped by the backlog (incast.h)
   };
   struct Lifecycle {
     bool started = false;
+    Nanos started_at{0};  // incast pacing counts from here
     Nanos deadline{0};
     Nanos last_active_established = cm::kUnset;
     uint32_t farewells = 0;            // abandon notices in flight
@@ -175,6 +177,8 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // c sent: a forged or replayed REJ reads as one without a reason (transient).
   cm::Failure failure_of(const cm::Connection& c) const;
   int start_connects();
+  // When the next first attempt in start order may leave (incast.h); Nanos::min() if now.
+  Nanos first_connect_due() const;
   int grant_qps();
   void after_event(Pair& p);
   void establish(Pair& p);

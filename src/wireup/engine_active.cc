@@ -30,7 +30,12 @@ int Engine::start_connects() {
     if (auto i = retries_.pop_due(RetryScheduler::Queue::connect, t)) {
       p = pairs_.at(*i);
     } else if (!pairs_.all_started()) {
+      // Start order is nearest peer first, so the due times along it only grow (incast.h):
+      // the head not being due means no later first attempt is.
+      const Nanos due = first_connect_due();
+      if (due > t) break;
       p = pairs_.next_to_start();
+      if (due != Nanos::min()) ++stats_[Counter::connects_paced];
     } else {
       break;
     }
@@ -48,6 +53,14 @@ int Engine::start_connects() {
     p->become(Connecting{std::move(c).value(), false, nullptr});
   }
   return work;
+}
+
+Nanos Engine::first_connect_due() const {
+  const Pair* p = pairs_.peek_next_to_start();
+  const EngineOptions& o = opt();
+  if (p == nullptr || !fixed_.pacing.on) return Nanos::min();
+  const Nanos d = incast::delay(fixed_.pacing, incast::slot(o.rank, p->peer, p->lane, o.nranks));
+  return d > Nanos{0} ? life_.started_at + d : Nanos::min();
 }
 
 int Engine::grant_qps() {

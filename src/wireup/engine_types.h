@@ -12,6 +12,7 @@
 #include "ece/policy.h"
 #include "provider/provider.h"
 #include "qp/factory.h"
+#include "wireup/incast.h"
 #include "wireup/private_data.h"
 
 namespace wireup {
@@ -30,6 +31,7 @@ struct EngineOptions {
   bool reuseaddr = false;            // RDMA_OPTION_ID_REUSEADDR on the listener (a fixed port)
   uint32_t connect_window = 0;       // active connects in flight
   uint32_t qp_window = 0;            // QPs created, not yet established, per role (admission.h)
+  incast::Pacing incast;             // first connects paced by the listener's planned load (incast.h)
   uint32_t max_attempts = 0;         // per (peer, lane), first one included
   Nanos backoff_initial{0};
   Nanos backoff_max{0};

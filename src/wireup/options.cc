@@ -52,6 +52,8 @@ EngineOptions engine_options(const config::Settings& s, uint32_t rank, uint32_t 
   o.reuseaddr = s.cm.reuseaddr;
   o.connect_window = static_cast<uint32_t>(s.engine.connect_window);
   o.qp_window = static_cast<uint32_t>(s.engine.qp_create_window);
+  o.incast = incast::Pacing{s.cm.incast == config::IncastControl::paced, static_cast<uint32_t>(s.cm.incast_burst),
+                            static_cast<uint32_t>(s.cm.incast_rate)};
   o.max_attempts = static_cast<uint32_t>(s.engine.max_attempts);
   o.backoff_initial = s.engine.backoff_initial;
   o.backoff_max = s.engine.backoff_max;

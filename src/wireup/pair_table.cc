@@ -52,6 +52,12 @@ Pair* PairTable::next_to_start() {
   return nullptr;
 }
 
+const Pair* PairTable::peek_next_to_start() const {
+  for (size_t i = next_start_; i < start_order_.size(); ++i)
+    if (start_order_[i] < pairs_.size()) return &pairs_[start_order_[i]];
+  return nullptr;
+}
+
 void PairTable::release_start_order() {
   std::vector<uint64_t>().swap(start_order_);
   next_start_ = 0;

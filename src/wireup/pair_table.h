@@ -109,6 +109,8 @@ class PairTable {
   // The next active pair in start order (first attempts), or null when all were started.
   // (start_order_ holds indexes)
   Pair* next_to_start();
+  // The pair next_to_start() would return, left in place (null when all were started).
+  const Pair* peek_next_to_start() const;
   bool all_started() const { return next_start_ >= start_order_.size(); }
 
   // Pairs neither established nor failed.

@@ -42,6 +42,7 @@ const char* to_string(Counter c) {
     case Counter::comm_est_notified: return "comm_est_notified";
     case Counter::device_removals: return "device_removals";
     case Counter::addr_changes: return "addr_changes";
+    case Counter::connects_paced: return "connects_paced";
     case Counter::count_: break;
   }
   return "?";

@@ -46,6 +46,7 @@ struct PhaseSummary {
 
 enum class Counter : uint8_t {
   connects_started,     // active attempts, first ones and retries
+  connects_paced,       // first attempts held back by incast pacing (incast.h)
   retries,
   established_active,
   established_passive,

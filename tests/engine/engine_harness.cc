@@ -60,8 +60,15 @@ Status run_to_completion(EngineFabric& f, Job& job, Nanos bound) {
       all_done = all_done && r.engine->done();
     }
     if (all_done) return Status::ok();
-    if (p.clock().now() >= until)
-      return Error::make(ErrorCode::timed_out, "run_to_completion", "engines not done within the bound");
+    if (p.clock().now() >= until) {
+      std::string open;  // which pairs are still open, so that a hang says where it is
+      for (size_t i = 0; i < job.ranks.size(); ++i)
+        for (const Pair& q : job.ranks[i].engine->pairs())
+          if (q.state() != PairState::established && q.state() != PairState::failed)
+            open += " rank " + std::to_string(i) + "->" + std::to_string(q.peer) + "/" + std::to_string(q.lane) + " " +
+                    to_string(q.state()) + " attempt " + std::to_string(q.attempt) + ";";
+      return Error::make(ErrorCode::timed_out, "run_to_completion", "engines not done within the bound:" + open);
+    }
     if (work == 0) {
       std::vector<prov::EventChannel*> chans;
       for (auto& r : job.ranks)

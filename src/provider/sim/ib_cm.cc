@@ -252,6 +252,7 @@ void Core::handle_req(Msg& m) {
   ev.srq = m.srq;
   ev.child = std::move(child);
   ++l->requests_waiting;
+  stats.backlog_peak = std::max<uint64_t>(stats.backlog_peak, static_cast<uint64_t>(l->requests_waiting));
   post_event(*l, std::move(ev));
 }
 

@@ -69,6 +69,7 @@ struct SimStats {
   uint64_t dreq_retransmits = 0;
   uint64_t mra_sent = 0;
   uint64_t backlog_drops = 0;        // REQs dropped because a listener's backlog was full
+  uint64_t backlog_peak = 0;         // most CONNECT_REQUESTs ever waiting on one listener's backlog
   uint64_t forced_rejects = 0;
   uint64_t stale_qpn_rejects = 0;    // REJ stale to a REQ whose (device, QPN) an id here still held
   uint64_t unreachable = 0;          // UNREACHABLE events (REQ or REP retries exhausted)
