@@ -236,10 +236,13 @@ int summarize_job(PmixSession& s, const RankReport& rep, const std::vector<uint3
 int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) {
   PmixSession& s = *session;
   const int wr = int(s.rank()), wn = int(s.size());
-  if (wn < 2 || o.kill_rank >= wn) {
+  // --into (the incast of one rank) is the MPI driver's only: refused here, not ignored.
+  if (wn < 2 || o.kill_rank >= wn || o.into >= 0) {
     if (wr == 0)
-      std::fprintf(stderr, "wireup_a2a: %s\n", wn < 2 ? "needs at least 2 ranks (mpirun -np N, N >= 2)"
-                                                      : "--kill-rank is not a rank of this job");
+      std::fprintf(stderr, "wireup_a2a: %s\n",
+                   wn < 2          ? "needs at least 2 ranks (mpirun -np N, N >= 2)"
+                   : o.into >= 0   ? "--into needs --bootstrap mpi (the pmix bootstrap wires up all-to-all only)"
+                                   : "--kill-rank is not a rank of this job");
     return 2;
   }
   const bool victim = o.kill_rank == wr;

@@ -346,70 +346,8 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
 /* Events of established connections and of the device: wireup_events.h (included here). */
 #include "wireup/wireup_events.h"
 
-/*
- * wireup_stats_json -- counters and per-phase timing summaries as one JSON object.
- * buf/len as wireup_local_address: with WIREUP_ERR_BUFFER_TOO_SMALL, *len = bytes needed
- * including the terminating NUL (buf may be NULL with *len 0 to ask for the size).
- */
-wireup_status_t wireup_stats_json(const wireup_t* w, char* buf, size_t* len);
-
-/* Counters of one handle, as wireup_stats_json() has them; readable at any time. */
-typedef struct wireup_counters {
-  uint64_t connects_started;    /* active attempts, first ones and retries */
-  uint64_t retries;
-  uint64_t established_active;  /* results where this side initiated */
-  uint64_t established_passive;
-  uint64_t failed;              /* (peer, lane) given up on */
-  uint64_t superseded;          /* half-open passive attempts replaced by a newer one */
-  uint64_t strangers;           /* requests rejected before any resource was made */
-  uint64_t disconnects;         /* DISCONNECTED on the steady channel */
-  uint64_t events;              /* CM events handled */
-} wireup_counters_t;
-
-/* Copies the counters into *out. Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL). */
-wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out);
-
-/* One labelled count: group "rejects_received" (key: the IB reject reason, "8", "35"),
- * "rejects_sent" (key: wireup's reason, "wrong_job_key", "ece"), "failures" (key: the kind of
- * wireup_peer_error_t), "ece_outcomes" (key: as wireup_result_t.ece_outcome). */
-typedef struct wireup_tally {
-  const char* group;
-  const char* key;
-  uint64_t count;
-} wireup_tally_t;
-
-/* Takes a snapshot of the tallies and returns how many there are; 0 if w is NULL. */
-size_t wireup_tally_count(const wireup_t* w);
-
-/* Copies tally `i` of the last snapshot; its strings stay valid until the next
- * wireup_tally_count() or wireup_destroy. Errors as wireup_result_get. */
-wireup_status_t wireup_tally_get(const wireup_t* w, size_t i, wireup_tally_t* out);
-
-/* The phases timed for every established connection (the spans of wireup_result_t, plus
- * TOTAL: the first attempt's start -> established, retries included). */
-typedef enum wireup_phase {
-  WIREUP_PHASE_RESOLVE_ADDR = 0, /* active only */
-  WIREUP_PHASE_RESOLVE_ROUTE = 1, /* active only */
-  WIREUP_PHASE_QP_CREATE = 2,
-  WIREUP_PHASE_REQ_TO_REP = 3,   /* active only */
-  WIREUP_PHASE_RTR_RTS = 4,
-  WIREUP_PHASE_ESTABLISH = 5,
-  WIREUP_PHASE_TOTAL = 6,
-  WIREUP_PHASE_COUNT = 7
-} wireup_phase_t;
-
-/* "resolve_addr", ... "total" (the names wireup_stats_json uses); NULL out of range. */
-const char* wireup_phase_name(wireup_phase_t phase);
-
-/*
- * wireup_phase_samples -- the raw durations (ns) of one phase, one per connection it applies
- * to, so that a job's percentiles can be taken over every rank's samples.
- * buf/n: in, the capacity of buf in samples; out, the samples written (or, with
- * WIREUP_ERR_BUFFER_TOO_SMALL, the number needed; buf may be NULL with *n 0 to ask).
- * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL w or n, phase out of range),
- *         WIREUP_ERR_BUFFER_TOO_SMALL.
- */
-wireup_status_t wireup_phase_samples(const wireup_t* w, wireup_phase_t phase, uint64_t* buf, size_t* n);
+/* Counters, tallies and per-phase timings: wireup_stats.h (included here). */
+#include "wireup/wireup_stats.h"
 
 /* The last failure of a call on `w` (or of this thread, for NULL); "" if none. */
 const char* wireup_last_error(const wireup_t* w);

@@ -156,6 +156,20 @@ wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out) {
   c.strangers = s[Counter::strangers];
   c.disconnects = s[Counter::disconnects];
   c.events = s[Counter::events];
+  c.connects_paced = s[Counter::connects_paced];
+  c.strangers_unlogged = s[Counter::strangers_unlogged];
+  c.rtu_lost_sent = s[Counter::rtu_lost_sent];
+  c.rtu_lost_received = s[Counter::rtu_lost_received];
+  c.repairs = s[Counter::repairs];
+  c.repairs_refused = s[Counter::repairs_refused];
+  c.abandons_sent = s[Counter::abandons_sent];
+  c.abandons_received = s[Counter::abandons_received];
+  c.device_events = s[Counter::device_events];
+  c.comm_est_notified = s[Counter::comm_est_notified];
+  c.device_removals = s[Counter::device_removals];
+  c.addr_changes = s[Counter::addr_changes];
+  // Every engine counter has its field above (count_ grows with the enum: add it there too).
+  static_assert(static_cast<size_t>(Counter::count_) == 21, "a Counter without its wireup_counters_t field");
   *out = c;
   return WIREUP_OK;
 }

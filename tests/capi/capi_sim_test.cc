@@ -286,6 +286,14 @@ void expect_lane_lost_and_reported(SimJob& job) {
         std::string(tally.key) == "repair_refused")
       refused = tally.count;
   EXPECT_EQ(refused, 1u) << "the notice must be answered repair_refused";
+  // The same through the counters, on both sides.
+  wireup_counters_t ca{}, cp{};
+  ASSERT_EQ(wireup_counters_get(job.w(0), &ca), WIREUP_OK);
+  ASSERT_EQ(wireup_counters_get(job.w(1), &cp), WIREUP_OK);
+  EXPECT_EQ(ca.rtu_lost_received, 1u);
+  EXPECT_EQ(ca.repairs, 0u) << "a handed-over lane is never torn down to reconnect";
+  EXPECT_EQ(ca.repairs_refused, 1u);
+  EXPECT_GE(cp.rtu_lost_sent, 1u);
   // The passive side: no connection, an error saying why.
   EXPECT_EQ(p.lanes.count({0u, 0u}), 0u);
   wireup_peer_error_t e{};

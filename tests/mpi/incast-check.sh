@@ -45,7 +45,7 @@ counters() { echo "$(cat "$CM/cm_tx_msgs/req") $(cat "$CM/cm_tx_retries/req") $(
 
 INTO=0
 INITIATORS=$(( (NP - 1) / 2 ))  # plan::initiates: the ranks behind rank 0 on the ring, nearest half
-JOB=(mpirun --oversubscribe -np "$NP" "$A2A" --config "$HERE/vm.toml" --lanes 1 --json --no-progress --into "$INTO"
+JOB=(mpirun --oversubscribe -np "$NP" "$A2A" --config "$HERE/vm.toml" --lanes 1 --json --no-progress --bootstrap mpi --into "$INTO"
      --set "cm.backlog=$BACKLOG" --set "cm.incast=$MODE" --set "cm.incast_rate=$RATE" --wireup-timeout-ms 180000)
 OUT=$(mktemp) ERR=$(mktemp)
 trap 'rm -f "$OUT" "$ERR"' EXIT
