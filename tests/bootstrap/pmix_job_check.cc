@@ -1,7 +1,7 @@
 // The PMIx bootstrap under a real launcher (mpirun -np N, N >= 2), each step checked on every
 // rank: rank, size and local rank against what the launcher also puts in the environment;
-// Put + Commit, one collecting Fence, a Get per peer (bulk); a Get of one peer's key before
-// any fence, with PMIX_TIMEOUT (direct modex); a Get of a key nobody
+// Put + Commit, one collecting Fence, a Get per peer (bulk); a Get of one peer's key behind
+// a fence that collects nothing, with PMIX_TIMEOUT (direct modex); a Get of a key nobody
 // publishes, which must time out and say so; the death watch fed through PMIx's own event
 // path (notify_self), read from its fd by this thread. Prints one line per failed check and
 // "pmix_job_check: ok" from rank 0; exit 0 only if every rank passed.
@@ -51,11 +51,15 @@ int main() {
           "PMIX_LOCAL_RANK " + std::to_string(s.local_rank()) + " vs the launcher's");
   }
 
-  // Direct modex, as on demand: no fence at all; the peer may not have committed yet when we
-  // ask (its server then holds our request until it does, within the timeout). After a
-  // collecting fence a peer's data counts as complete, and a key it posts later is NOT-FOUND
-  // at once (seen: PMIx 4.2.2): so this comes first.
+  // Direct modex, as on demand: the peer's key committed, then a fence that collects nothing
+  // (a barrier: the peer HAS committed), then a Get of that one peer, which its server answers.
+  // Seen with Open MPI 4.1.4 / PMIx 4.2.2: a Get of a key the peer has not committed yet is
+  // NOT-FOUND at once (the server does not hold the request), and after a collecting fence a
+  // key posted later is NOT-FOUND too (the peer's data counts as complete): so this comes
+  // first, behind the barrier.
   check(s.put("check.direct", bytes("direct-" + std::to_string(me))).empty() && s.commit().empty(), "put direct");
+  const std::string barrier = s.fence(false);
+  check(barrier.empty(), barrier);
   const uint32_t peer = (me + 1) % n;
   Fetched d = s.get(peer, "check.direct", 10);
   check(d.ok() && text(d.bytes) == "direct-" + std::to_string(peer),
