@@ -85,73 +85,6 @@ Result<Manual> request(EngineFabric& f, qp::DefaultQpFactory& factory, Engine& t
   return m;
 }
 
-TEST(EngineAttempts, NewerSupersedesHalfOpenAndStaleIsRefused) {
-  WIREUP_REQUIRE_ENGINE_FABRIC(f, 2);
-  qp::DefaultQpFactory target_qps(prov::QpCaps{8, 8, 1, 1, 0}, 64);
-  qp::DefaultQpFactory manual_qps(prov::QpCaps{8, 8, 1, 1, 0}, 64);
-  EngineOptions o = engine_defaults();
-  o.rank = 1;
-  o.nranks = 2;
-  o.job_key = 0x5eed5eed12345678ULL;
-  o.listen_addr = f.address(0);
-  o.wireup_timeout = 60s;
-  auto e = Engine::create(f.provider(0), o, target_qps.hook());
-  ASSERT_TRUE(e) << e.error().message();
-  Engine& target = **e;
-  prov::SockAddr peer_addr = f.address(1);
-  peer_addr.set_port(9);  // rank 0's address: never dialled (rank 0 initiates)
-  std::vector<Peer> table = {{0, encode_address(peer_addr)}, {1, target.local_address()}};
-  ASSERT_TRUE(target.set_peers(table));
-  ASSERT_TRUE(target.start());
-  prov::Provider& p = f.provider(1);
-
-  // Attempt 2 is answered (CONNECT_RESPONSE) but never completed: half-open on the target.
-  auto a2 = request(f, manual_qps, target, genuine(2));
-  ASSERT_TRUE(a2) << a2.error().message();
-  auto resp2 = pump(p, target, *a2->ch);
-  ASSERT_TRUE(resp2) << resp2.error().message();
-  ASSERT_EQ(resp2->type, CmEventType::connect_response) << resp2->describe();
-  resp2->ack();
-
-  // Attempt 1 now is stale: refused, and the peer can read why.
-  auto a1 = request(f, manual_qps, target, genuine(1));
-  ASSERT_TRUE(a1) << a1.error().message();
-  auto rej = pump(p, target, *a1->ch);
-  ASSERT_TRUE(rej) << rej.error().message();
-  ASSERT_EQ(rej->type, CmEventType::rejected) << rej->describe();
-  EXPECT_EQ(rej->status, prov::reject_reason::consumer);
-  auto why = decode(rej->private_data);
-  ASSERT_TRUE(why) << why.error().message();
-  EXPECT_EQ(why->reason, RejectCode::stale_attempt);
-  rej->ack();
-
-  // Attempt 3 supersedes the half-open attempt 2 and completes.
-  auto a3 = request(f, manual_qps, target, genuine(3));
-  ASSERT_TRUE(a3) << a3.error().message();
-  auto resp3 = pump(p, target, *a3->ch);
-  ASSERT_TRUE(resp3) << resp3.error().message();
-  ASSERT_EQ(resp3->type, CmEventType::connect_response) << resp3->describe();
-  ASSERT_TRUE(qp::to_rtr(*a3->qp, *a3->id));
-  ASSERT_TRUE(qp::to_rts(*a3->qp, *a3->id));
-  ASSERT_TRUE(a3->id->establish());
-  const uint32_t target_qpn = resp3->qp_num;
-  resp3->ack();
-  const Nanos until = p.clock().now() + 10s;
-  while (!target.done() && p.clock().now() < until) {
-    ASSERT_TRUE(target.progress());
-    ASSERT_TRUE(target.wait(2ms));
-  }
-  ASSERT_TRUE(target.done());
-  ASSERT_EQ(target.results().size(), 1u);
-  EXPECT_EQ(target.results()[0].remote_qpn, a3->qp->qpn());
-  EXPECT_EQ(target.results()[0].local_qpn, target_qpn);
-  EXPECT_EQ(target.results()[0].attempts, 3u);
-  EXPECT_EQ(target.stats()[Counter::superseded], 1u);
-  EXPECT_EQ(target.stats().rejects_sent(RejectCode::stale_attempt), 1u);
-  EXPECT_EQ(target.stats()[Counter::strangers], 0u) << "a stale attempt is not a stranger";
-  ASSERT_TRUE(target.close(0s));
-}
-
 // The REJ `ev` must be, with the reason the target gave (decoded, never authenticated here).
 void expect_refused(Result<prov::CmEvent>& ev, RejectCode want, const char* what) {
   ASSERT_TRUE(ev) << what << ": " << ev.error().message();
@@ -203,6 +136,47 @@ void complete(EngineFabric& f, Manual& m, Result<prov::CmEvent>& resp, Engine& t
     ASSERT_TRUE(target.wait(2ms));
   }
   ASSERT_TRUE(target.done());
+}
+
+TEST(EngineAttempts, NewerSupersedesHalfOpenAndStaleIsRefused) {
+  WIREUP_REQUIRE_ENGINE_FABRIC(f, 2);
+  qp::DefaultQpFactory manual_qps(prov::QpCaps{8, 8, 1, 1, 0}, 64);
+  auto t = passive_target(f);
+  ASSERT_TRUE(t) << t.error().message();
+  Engine& target = *(*t)->engine;
+  prov::Provider& p = f.provider(1);
+
+  // Attempt 2 is answered (CONNECT_RESPONSE) but never completed: half-open on the target.
+  auto a2 = request(f, manual_qps, target, genuine(2));
+  ASSERT_TRUE(a2) << a2.error().message();
+  auto resp2 = pump(p, target, *a2->ch);
+  ASSERT_TRUE(resp2) << resp2.error().message();
+  ASSERT_EQ(resp2->type, CmEventType::connect_response) << resp2->describe();
+  resp2->ack();
+
+  // Attempt 1 now is stale: refused, and the peer can read why.
+  auto a1 = request(f, manual_qps, target, genuine(1));
+  ASSERT_TRUE(a1) << a1.error().message();
+  auto rej = pump(p, target, *a1->ch);
+  ASSERT_TRUE(rej) << rej.error().message();
+  EXPECT_EQ(rej->status, prov::reject_reason::consumer);
+  expect_refused(rej, RejectCode::stale_attempt, "attempt 1 after 2");
+
+  // Attempt 3 supersedes the half-open attempt 2 and completes.
+  auto a3 = request(f, manual_qps, target, genuine(3));
+  ASSERT_TRUE(a3) << a3.error().message();
+  auto resp3 = pump(p, target, *a3->ch);
+  ASSERT_TRUE(resp3) << resp3.error().message();
+  const uint32_t target_qpn = resp3->qp_num;
+  complete(f, *a3, resp3, target);
+  ASSERT_EQ(target.results().size(), 1u);
+  EXPECT_EQ(target.results()[0].remote_qpn, a3->qp->qpn());
+  EXPECT_EQ(target.results()[0].local_qpn, target_qpn);
+  EXPECT_EQ(target.results()[0].attempts, 3u);
+  EXPECT_EQ(target.stats()[Counter::superseded], 1u);
+  EXPECT_EQ(target.stats().rejects_sent(RejectCode::stale_attempt), 1u);
+  EXPECT_EQ(target.stats()[Counter::strangers], 0u) << "a stale attempt is not a stranger";
+  ASSERT_TRUE(target.close(0s));
 }
 
 TEST(EngineForgery, AForgedAttemptLocksNothingOut) {
