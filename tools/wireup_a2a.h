@@ -143,6 +143,8 @@ class DataCheck {
   Expected<bool> poll(CheckCounts& c);
   // Whatever is still missing is counted as data_bad.
   void give_up(CheckCounts& c);
+  // Polls until every completion arrived or `timeout_s` passed (then gives up on the rest).
+  Problem wait(double timeout_s, CheckCounts& c);
   size_t size() const { return lanes_.size(); }
 
  private:

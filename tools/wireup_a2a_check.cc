@@ -1,6 +1,9 @@
 // Checking what the engine built: the QPN cross-check and a SEND both ways on every connection.
 // Both are per rank; the drivers exchange what they need (MPI_Alltoall, or in-process).
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "wireup_a2a.h"
@@ -119,6 +122,21 @@ Expected<bool> DataCheck::poll(CheckCounts& c) {
     ++c.recv_ok;
   }
   return recvs_ == lanes_.size() && sends_ == lanes_.size();
+}
+
+Problem DataCheck::wait(double timeout_s, CheckCounts& c) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    auto r = poll(c);
+    if (!r) return r.error();
+    if (*r) return {};
+    if (Clock::now() >= deadline) {
+      give_up(c);
+      return {};
+    }
+    usleep(100);
+  }
 }
 
 void DataCheck::give_up(CheckCounts& c) {

@@ -143,18 +143,7 @@ Problem data_exchange(const Options& o, RdmaRank& rr, MPI_Comm live, uint32_t me
   if (!posted.empty()) return posted;
   if (!all) return {};  // another rank could not post: it reports why
   if (Problem p = dc.post_sends(); !p.empty()) return p;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(o.verify_timeout_s);
-  for (;;) {
-    auto r = dc.poll(c);
-    if (!r) return r.error();
-    if (*r) break;
-    if (Clock::now() >= deadline) {
-      dc.give_up(c);
-      break;
-    }
-    usleep(100);
-  }
-  return {};
+  return dc.wait(o.verify_timeout_s, c);
 }
 
 // MPI_Allgather of fixed-size slots: a length byte, then the engine's address bytes.

@@ -193,18 +193,7 @@ Problem data_exchange(const Options& o, RdmaRank& rr, PmixSession& s, const std:
   const Problem posted = dc.post_recvs();
   if (!all_ok(s, "recvs", posted, live)) return posted;  // "" when another rank could not: it says why
   if (Problem p = dc.post_sends(); !p.empty()) return p;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(o.verify_timeout_s);
-  for (;;) {
-    auto r = dc.poll(c);
-    if (!r) return r.error();
-    if (*r) break;
-    if (Clock::now() >= deadline) {
-      dc.give_up(c);
-      break;
-    }
-    usleep(100);
-  }
-  return {};
+  return dc.wait(o.verify_timeout_s, c);
 }
 
 // Every live rank's report to rank `live[0]`, which prints the summary and publishes the exit

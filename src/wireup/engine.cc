@@ -220,10 +220,12 @@ GateContext Engine::gate() const {
 
 cm::Failure Engine::failure_of(const cm::Connection& c) const {
   cm::Failure f = c.failure();
-  if (f.kind != cm::FailKind::rejected || f.private_data.empty() || !decode(f.private_data)) return f;
+  if (f.kind != cm::FailKind::rejected) return f;
+  const auto claimed = decode(f.private_data);
+  if (!claimed) return f;  // not wireup's private data at all: no reason to take or drop
   if (auto h = fixed_.wire.open_answer(f.private_data, nonce_of(c.sent())); !h) {
-    const RejectCode claimed = decode(f.private_data)->reason;
-    f.error.detail += std::string(" (its reason \"") + to_string(claimed) + "\" not taken: " + h.error().detail + ")";
+    f.error.detail +=
+        std::string(" (its reason \"") + to_string(claimed->reason) + "\" not taken: " + h.error().detail + ")";
     f.private_data.clear();
   }
   return f;
