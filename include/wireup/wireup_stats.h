@@ -45,6 +45,10 @@ typedef struct wireup_counters {
   uint64_t comm_est_notified;   /* COMM_EST told to the CM (rdma_notify) */
   uint64_t device_removals;     /* DEVICE_REMOVAL seen on this handle's ids (each id once) */
   uint64_t addr_changes;        /* ADDR_CHANGE seen on this handle's ids */
+  uint64_t asks;                /* on demand: lanes asked for (wireup_connect, eager ring/peers) */
+  uint64_t crossed_won;         /* the peer's crossing requests refused: ours is the one kept */
+  uint64_t crossed_yielded;     /* our requests withdrawn for the peer's crossing one */
+  uint64_t lanes_closed;        /* lanes disconnected (wireup_disconnect, either side) */
 } wireup_counters_t;
 
 /* Copies the counters into *out. Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL). */

@@ -168,8 +168,12 @@ wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out) {
   c.comm_est_notified = s[Counter::comm_est_notified];
   c.device_removals = s[Counter::device_removals];
   c.addr_changes = s[Counter::addr_changes];
+  c.asks = s[Counter::asks];
+  c.crossed_won = s[Counter::crossed_won];
+  c.crossed_yielded = s[Counter::crossed_yielded];
+  c.lanes_closed = s[Counter::lanes_closed];
   // Every engine counter has its field above (count_ grows with the enum: add it there too).
-  static_assert(static_cast<size_t>(Counter::count_) == 21, "a Counter without its wireup_counters_t field");
+  static_assert(static_cast<size_t>(Counter::count_) == 25, "a Counter without its wireup_counters_t field");
   *out = c;
   return WIREUP_OK;
 }

@@ -16,6 +16,8 @@ constexpr EnumChoice kEceMode[] = {{"off", static_cast<int64_t>(EceMode::off)},
                                    {"required", static_cast<int64_t>(EceMode::required)}};
 constexpr EnumChoice kIncast[] = {{"off", static_cast<int64_t>(IncastControl::off)},
                                   {"paced", static_cast<int64_t>(IncastControl::paced)}};
+constexpr EnumChoice kEngineMode[] = {{"bulk", static_cast<int64_t>(EngineMode::bulk)},
+                                      {"on_demand", static_cast<int64_t>(EngineMode::on_demand)}};
 constexpr EnumChoice kLogLevel[] = {{"error", static_cast<int64_t>(log::Level::error)},
                                     {"warn", static_cast<int64_t>(log::Level::warn)},
                                     {"info", static_cast<int64_t>(log::Level::info)},
@@ -167,6 +169,16 @@ const Param kParams[] = {
      .help = "How long a rank keeps its listener after its wireup ends, so that a peer whose REP "
              "retries ran out (every RTU lost) can still ask about the connection; 0 = close at once.",
      .min = 0, .max = kDay, .store = WIREUP_STORE(engine, rtu_linger)},
+    {.section = "engine", .key = "mode", .type = T::enumeration, .default_toml = "\"bulk\"",
+     .help = "bulk: connect every peer in the table at start, then close the listener. on_demand: "
+             "connect only the eager ring at start and the rest when the transport asks "
+             "(wireup_connect); the listener stays open until the end. Every rank of a job must use "
+             "the same mode.",
+     .choices = kEngineMode, .store = WIREUP_STORE(engine, mode)},
+    {.section = "engine", .key = "eager_ring", .type = T::integer, .default_toml = "0",
+     .help = "on_demand: the ring neighbours within this distance (rank +-1 .. +-K) are connected "
+             "at start, the way bulk would; 0 = none. Every rank of a job must use the same value.",
+     .min = 0, .max = 1 << 20, .store = WIREUP_STORE(engine, eager_ring)},
     {.section = "engine", .key = "lanes", .type = T::integer, .default_toml = "1",
      .help = "Connections per peer when the transport does not say.",
      .min = 1, .max = 1024, .store = WIREUP_STORE(engine, lanes)},

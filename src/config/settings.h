@@ -87,7 +87,15 @@ struct EceSettings {
   bool operator==(const EceSettings&) const = default;
 };
 
+// What wireup_start() connects. bulk: every peer in the table, roles from the plan, and the
+// listener closes when all are settled. on_demand: only the eager set (ring neighbours within
+// eager_ring), the rest as the transport asks (wireup_connect); the listener stays open and
+// any authenticated rank of the job may connect.
+enum class EngineMode : uint8_t { bulk, on_demand };
+
 struct EngineSettings {
+  EngineMode mode = EngineMode::bulk;
+  int eager_ring = 0;         // on_demand: ring neighbours within this distance connected at start
   int connect_window = 64;    // connects in flight per process
   int qp_create_window = 32;  // QP creations in flight per process
   int max_attempts = 5;

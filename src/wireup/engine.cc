@@ -49,6 +49,8 @@ Status check_options(const EngineOptions& o, const qp::QpFactory& factory) {
   if (o.listen_addr.empty()) return bad_option("listen_addr is not set");
   if (o.listen_addr.family() == AF_INET && o.listen_addr.ipv4_addr() == 0)
     return bad_option("listen_addr 0.0.0.0: peers need a specific address to reach (the device's IP)");
+  if (!o.on_demand && (o.eager_ring != 0 || !o.eager_peers.empty()))
+    return bad_option("eager_ring / eager_peers are for on_demand mode (bulk connects every peer)");
   if (!factory) return bad_option("no QP factory");
   return qp::validate(o.qp);
 }
@@ -83,7 +85,8 @@ Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions 
   cm::Profile profile = make_profile(o);
   auto wire = Wire::create(o.job_key, o.rank, random_nonce_base());
   if (!wire) return wire.error();
-  const incast::Pacing pacing = incast::effective(o.incast, o.backlog);
+  // Pacing follows the bulk plan's incoming load; on demand nobody knows it ahead.
+  const incast::Pacing pacing = o.on_demand ? incast::Pacing{} : incast::effective(o.incast, o.backlog);
   std::unique_ptr<Engine> e(
       new Engine(p, Fixed{std::move(o), std::move(profile), *wire, std::move(factory), pacing}));
   auto steady = p.create_channel();
@@ -155,6 +158,12 @@ Status Engine::set_peers(std::span<const Peer> peers) {
 Status Engine::start() {
   if (life_.started) return Error::make(ErrorCode::invalid_state, "Engine::start", "already started");
   const EngineOptions& o = opt();
+  if (o.on_demand) {
+    life_.started = true;
+    life_.started_at = now();
+    life_.deadline = Nanos::max();  // each ask has its own (engine_on_demand.cc)
+    return start_on_demand();
+  }
   const std::vector<uint32_t>& ranks = peers_.ranks();
   std::vector<uint32_t> out = plan::outgoing(o.rank, o.nranks, ranks);
   std::vector<uint32_t> in = plan::incoming(o.rank, o.nranks, ranks);
@@ -215,7 +224,7 @@ cm::PrivateData Engine::reject_data(const cm::Connection& c) {
 
 GateContext Engine::gate() const {
   const EngineOptions& o = opt();
-  return GateContext{&fixed_.wire, o.rank, o.nranks, o.lanes, &peers_, life_.started, accepting()};
+  return GateContext{&fixed_.wire, o.rank, o.nranks, o.lanes, &peers_, life_.started, accepting(), o.on_demand};
 }
 
 cm::Failure Engine::failure_of(const cm::Connection& c) const {
@@ -243,7 +252,9 @@ void Engine::retire(std::unique_ptr<cm::Connection> c) {
 Result<int> Engine::progress() {
   if (!life_.started) return Error::make(ErrorCode::invalid_state, "Engine::progress", "start() not called");
   int work = 0;
-  if (pairs_.open() > 0 && now() >= life_.deadline) {
+  if (opt().on_demand) {
+    work += expire_due();
+  } else if (pairs_.open() > 0 && now() >= life_.deadline) {
     expire();
     ++work;
   }
@@ -269,6 +280,8 @@ Result<int> Engine::progress() {
     channels_.setup->graveyard.clear();  // every event of these ids was acked in the loops above
   }
   maybe_end_setup();
+  // Last: the transport's lane callback may call connect() or disconnect().
+  work += records_.deliver_lanes();
   return work;
 }
 
@@ -278,11 +291,14 @@ Nanos Engine::next_wakeup() const {
   const Nanos farewell_due = retries_.next_due(RetryScheduler::Queue::farewell);
   if (pairs_.open() == 0) {
     if (!channels_.setup) return Nanos::max();
+    if (opt().on_demand) return farewell_due == Nanos::max() ? farewell_due : std::max(t, farewell_due);
     return std::max(t, std::min(std::max(linger_until(), farewell_until()), farewell_due));
   }
   const bool room = admission_.connect_room();
   if (admission_.qp_grant_ready()) return t;
-  Nanos w = life_.deadline;
+  Nanos w = !opt().on_demand ? life_.deadline
+            : od_.deadlines.empty() ? Nanos::max()
+                                    : od_.deadlines.front().first;
   if (room && !pairs_.all_started()) w = std::min(w, first_connect_due());
   if (room) w = std::min(w, retries_.next_due(RetryScheduler::Queue::connect));
   w = std::min(w, retries_.next_due(RetryScheduler::Queue::notice));
@@ -305,7 +321,8 @@ Nanos Engine::linger_until() const {
 }
 
 void Engine::maybe_end_setup() {
-  if (!life_.started || pairs_.open() != 0 || !channels_.setup) return;
+  // On demand the listener is there for whoever asks next, until close().
+  if (!life_.started || pairs_.open() != 0 || !channels_.setup || opt().on_demand) return;
   // Every pair is settled, but a passive peer may still be re-sending the REP of a
   // connection we initiated and will ask about it when its retries run out (rtu_linger).
   // An abandon notice still on its way tells a passive peer not to wait for us: give it time.

@@ -16,6 +16,8 @@
 // engine through cm::ConnectionObserver.
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -99,6 +101,26 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // (engine_peer_failed.cc).
   size_t fail_peer(uint32_t peer, const std::string& why);
 
+  // --- on demand (EngineOptions::on_demand; engine_on_demand.cc) ---
+  // Connects every lane of `peer`, any time after start(): lanes asked for already, connecting
+  // or ready are left as they are; failed or idle ones are asked again. Without the peer's
+  // address the address callback is asked (once) and the lanes wait for add_peer(). Each
+  // lane's outcome comes as a lane event; lane_state() says where it stands meanwhile.
+  Status connect(uint32_t peer);
+  // One peer's address, at any time (on demand: the answer to the address callback; bulk:
+  // before start(), beside set_peers()).
+  Status add_peer(const Peer& peer);
+  // Every lane with `peer`: an established one is disconnected (the peer sees DISCONNECTED),
+  // a pending one dropped; a QP the transport never took goes back (the factory's release).
+  // The lanes are idle afterwards: connect() (ours or the peer's) works again.
+  Status disconnect(uint32_t peer);
+  LaneState lane_state(uint32_t peer, uint32_t lane) const;
+  // Asked for a peer whose address the engine lacks; answer with add_peer(), now or later.
+  using AddressCallback = std::function<void(uint32_t peer)>;
+  void on_address_needed(AddressCallback cb) { od_.address_cb = std::move(cb); }
+  using LaneCallback = Records::LaneCallback;
+  void on_lane_event(LaneCallback cb) { records_.on_lane_event(std::move(cb)); }
+
   // For tests and teardown accounting.
   size_t live_ids() const;
   bool setup_channel_open() const { return channels_.setup != nullptr; }
@@ -148,6 +170,15 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // How long the end of wireup waits for abandon notices still in flight: their peers answer
   // at once when reachable; one that is not falls back to its own wireup timeout.
   static constexpr Nanos kFarewellBound = std::chrono::seconds(10);
+  // What only on demand needs (engine_on_demand.cc).
+  struct OnDemand {
+    AddressCallback address_cb;
+    std::vector<uint32_t> address_asked;  // sorted: asked for, not answered yet
+    // Every ask's deadline (its first_start + wireup_timeout) with its pair's index, in ask
+    // order, which is deadline order: the front is the next one due. An entry whose pair was
+    // asked again since (another first_start) is skipped.
+    std::deque<std::pair<Nanos, uint32_t>> deadlines;
+  };
   // The tag of the listener on the engine's sink (pair keys use 48 bits).
   static constexpr uint64_t kListenerTag = ~uint64_t{0};
 
@@ -193,6 +224,22 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // The failure a passive pair would report at the deadline, taken out of its state.
   static std::unique_ptr<cm::Failure> take_last(Pair& p);
   void expire();
+  void expire_pair(Pair& p);
+
+  // on demand (engine_on_demand.cc)
+  Status check_peer_call(const char* call, uint32_t peer) const;
+  Status start_on_demand();
+  // The pair of (peer, lane) made or reopened for a new ask: waiting, `role`, its deadline set.
+  Pair& lane_for(uint32_t peer, uint32_t lane, cm::Role role);
+  void open_lane(Pair& p, cm::Role role);
+  // The pair a REQ is for, made or reopened if need be; a crossing is decided here (v refused
+  // with `crossed` when ours wins).
+  Pair* on_demand_request(GateVerdict& v);
+  // Our attempt was refused as the losing side of a crossing: wait for the peer's request.
+  bool yield_to_crossing(Pair& p, const cm::Failure& f);
+  int expire_due();
+  void close_lane(Pair& p);
+  void close_steady_lane(Pair& p);
 
   // the passive side and the steady channel (engine_passive.cc)
   bool accepting() const { return life_.started && channels_.setup && !channels_.setup->closing; }
@@ -257,6 +304,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   Stats stats_;
   StrangerLog strangers_;
   Lifecycle life_;
+  OnDemand od_;
 };
 
 }  // namespace wireup

@@ -112,7 +112,9 @@ void Engine::handle_abandon(prov::CmEvent& ev, const GateVerdict& v) {
   const PairState s = p->state();
   // Settled already, or about an older attempt than one we have seen (a late notice must not
   // end a newer connection).
-  if (s == PairState::established || s == PairState::failed || v.header.attempt < p->attempt) return;
+  if (s == PairState::established || s == PairState::failed || s == PairState::idle || v.header.attempt < p->attempt)
+    return;
+  if (p->role != cm::Role::passive) return;  // on demand: not a lane the peer initiated
   cm::Failure f;
   f.kind = cm::FailKind::abandoned;
   f.error = Error::make(ErrorCode::connect_error, "abandon",

@@ -39,7 +39,10 @@ int Engine::start_connects() {
     } else {
       break;
     }
-    if (p == nullptr || p->state() != PairState::waiting) continue;  // moved on meanwhile
+    // Moved on meanwhile (on demand: it may have become the passive side of a crossing, or be
+    // waiting for its address).
+    if (p == nullptr || p->state() != PairState::waiting || p->role != cm::Role::active || p->awaiting_address)
+      continue;
     ++p->attempt;
     ++stats_[Counter::connects_started];
     if (p->first_start == cm::kUnset) p->first_start = t;
@@ -168,6 +171,7 @@ void Engine::establish(Pair& p) {
   e.id = c->take_id();
   retire(std::move(c));
   p.become(std::move(e));
+  records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::ready, p.as<Established>()->result});
 }
 
 void Engine::settle_failure(Pair& p) {
@@ -177,6 +181,8 @@ void Engine::settle_failure(Pair& p) {
 }
 
 void Engine::fail_pair(Pair& p, const cm::Failure& f) {
+  // Not a failure: the lane is made by the peer's crossing request instead.
+  if (p.role == cm::Role::active && yield_to_crossing(p, f)) return;
   stats_.failure(f.kind);
   if (f.kind == cm::FailKind::rejected) stats_.reject_received(f.status);
   // A local call refused because the device is going away counts as its removal: on rxe,
@@ -205,6 +211,13 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f) {
     if (f.kind == cm::FailKind::unreachable) start_notice(p);
     return;
   }
+  // On demand the peer may not have seen our disconnect of the lane yet (its DISCONNECTED and
+  // our new REQ travel apart): a duplicate is retried, within the attempts.
+  if (opt().on_demand && peer_reject_code(f) == RejectCode::duplicate && p.attempt < opt().max_attempts) {
+    ++stats_[Counter::retries];
+    (void)retries_.schedule(RetryScheduler::Queue::connect, pairs_.index(p), p.attempt, now());
+    return;
+  }
   if (retries_.after_failure(pairs_.index(p), f, p.attempt, now()).retry) {
     ++stats_[Counter::retries];
     WIREUP_LOG(info, "rank %u lane %u attempt %u: %s; retrying", p.peer, p.lane, p.attempt, f.describe().c_str());
@@ -220,6 +233,7 @@ void Engine::give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause) {
   const bool farewell = owes_farewell(p, f, cause);
   p.become(Failed{records_.add_error(std::move(e)), nullptr});
   pairs_.settled();
+  records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::failed, p.as<Failed>()->error});
   ++stats_[Counter::failed];
   if (farewell) say_farewell(p);
 }
@@ -227,28 +241,35 @@ void Engine::give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause) {
 void Engine::expire() {
   for (Pair& p : pairs_) {
     const PairState s = p.state();
-    if (s == PairState::established || s == PairState::failed) continue;
-    std::unique_ptr<cm::Failure> last = take_last(p);
-    release_state(p);
-    p.become(Waiting{});
-    cm::Failure f;
-    PeerError::Cause cause = PeerError::Cause::failed;
-    if (last && p.role == cm::Role::passive) {
-      f = *last;
-    } else {
-      const bool active = p.role == cm::Role::active;
-      cause = active ? PeerError::Cause::timed_out : PeerError::Cause::peer_never_connected;
-      f.kind = cm::FailKind::timed_out;
-      f.error = Error::make(ErrorCode::timed_out, "wireup",
-                            active ? "no connection before the wireup timeout"
-                                   : "the peer never connected before the wireup timeout");
-      f.error.peer = "rank " + std::to_string(p.peer);
-    }
-    stats_.failure(cm::FailKind::timed_out);
-    give_up(p, f, cause);
+    if (s == PairState::established || s == PairState::failed || s == PairState::idle) continue;
+    expire_pair(p);
   }
   retries_.clear();
   admission_.drop_waiters();
+}
+
+void Engine::expire_pair(Pair& p) {
+  std::unique_ptr<cm::Failure> last = take_last(p);
+  release_state(p);
+  p.become(Waiting{});
+  cm::Failure f;
+  PeerError::Cause cause = PeerError::Cause::failed;
+  if (last && p.role == cm::Role::passive) {
+    f = *last;
+  } else {
+    const bool active = p.role == cm::Role::active;
+    cause = active ? PeerError::Cause::timed_out : PeerError::Cause::peer_never_connected;
+    f.kind = cm::FailKind::timed_out;
+    const char* why = !active ? "the peer never connected before the wireup timeout"
+                      : p.awaiting_address ? "no address for the peer before the timeout (the address callback "
+                                             "was asked and add_peer() never came)"
+                                           : "no connection before the wireup timeout";
+    f.error = Error::make(ErrorCode::timed_out, "wireup", why);
+    f.error.peer = "rank " + std::to_string(p.peer);
+  }
+  p.awaiting_address = false;
+  stats_.failure(cm::FailKind::timed_out);
+  give_up(p, f, cause);
 }
 
 }  // namespace wireup

@@ -37,7 +37,9 @@ void Engine::handle_request(prov::CmEvent& ev) {
   GateVerdict v = check_request(gate(), ev.private_data);
   if (v.admit == Admit::rtu_notice) return answer_notice(ev, v);
   if (v.admit == Admit::abandon) return handle_abandon(ev, v);
-  Pair* p = v.admit == Admit::connect ? pairs_.find(v.header.src_rank, v.header.lane) : nullptr;
+  Pair* p = nullptr;
+  if (v.admit == Admit::connect)
+    p = opt().on_demand ? on_demand_request(v) : pairs_.find(v.header.src_rank, v.header.lane);
   if (p != nullptr) v = check_pair(std::move(v), p->state(), p->attempt);
   if (v.admit != Admit::connect || p == nullptr) return refuse(ev, v);
   // A newer attempt supersedes our half-open one (the peer has given up on it), and answers
@@ -65,6 +67,7 @@ void Engine::answer_steady(prov::CmEvent& ev) {
   }
   records_.report(SteadyEvent{p->peer, p->lane, ev.type, ev.status});
   if (ev.type == CmEventType::device_removal) return remove_established(*p);
+  if (ev.type == CmEventType::disconnected && opt().on_demand) return close_steady_lane(*p);
   if (ev.type == CmEventType::addr_change) {
     ++stats_[Counter::addr_changes];
     WIREUP_LOG(warn, "rank %u: ADDR_CHANGE on the connection to rank %u lane %u (%s)", opt().rank, p->peer, p->lane,

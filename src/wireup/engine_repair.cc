@@ -147,9 +147,12 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
   ++stats_[Counter::rtu_lost_received];
   Pair* p = pairs_.find(v.header.src_rank, v.header.lane);
   if (p == nullptr) return refuse(ev, GateVerdict{Admit::refuse, v.header, true, RejectCode::unknown_rank, "no such pair"});
+  // On demand the gate leaves roles to the pair: a notice is only for a lane we initiated.
+  if (p->role != cm::Role::active || p->state() == PairState::idle)
+    return refuse(ev, GateVerdict{Admit::refuse, v.header, true, RejectCode::wrong_role, "not a lane we initiated"});
   auto* e = p->as<Established>();
   const repair::Answer a = repair::answer(
-      repair::ActiveView{p->state(), p->attempt, opt().max_attempts, pairs_.open() > 0,
+      repair::ActiveView{p->state(), p->attempt, opt().max_attempts, pairs_.open() > 0 || opt().on_demand,
                          e != nullptr && e->qp && !e->qp->kept()},
       v.header.attempt);
   stats_.reject_sent(a.code);

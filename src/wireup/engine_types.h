@@ -25,6 +25,12 @@ struct EngineOptions {
   uint32_t rank = 0;
   uint32_t nranks = 0;               // the job size: roles depend on it
   uint32_t lanes = 0;                // connections per peer
+  // On demand (Engine::connect): the listener stays open until close(), any authenticated rank
+  // of the job may connect, and start() connects only the eager set below. Off (bulk): start()
+  // connects every peer of the table, roles from the plan, and wireup ends when all settle.
+  bool on_demand = false;
+  uint32_t eager_ring = 0;           // on demand: ring neighbours within this distance, at start
+  std::vector<uint32_t> eager_peers; // on demand: these too, at start, as connect() would
   uint64_t job_key = 0;              // shared secret; 0 is refused (a job must pick one)
   prov::SockAddr listen_addr;        // where to listen (port 0: any free port)
   int backlog = 0;                   // rdma_listen backlog (the kernel caps it at its sysctl)
@@ -128,6 +134,26 @@ struct DeviceEventReport {
   uint32_t peer = 0;
   uint32_t lane = 0;
 };
+
+// On demand: what the transport learns of each (peer, lane) it or the peer asked for, from
+// progress() once the call's own work is done (so that the callback may call connect() or
+// disconnect()). `index` is the result's (results()) or the error's (errors()).
+struct LaneEvent {
+  enum class Kind : uint8_t { ready, failed };
+  uint32_t peer = 0;
+  uint32_t lane = 0;
+  Kind kind = Kind::ready;
+  uint32_t index = 0;
+};
+
+// Where a (peer, lane) stands, for a transport that queues sends until it is ready.
+enum class LaneState : uint8_t {
+  idle,        // nobody asked for it (or it was disconnected)
+  connecting,  // asked for (by us or by the peer), or waiting for the peer's address
+  ready,       // established: results() has it
+  failed,      // given up: errors() says why; connect() asks again
+};
+const char* to_string(LaneState s);
 
 // The peer's RejectCode carried in a REJ's private data, or none.
 RejectCode peer_reject_code(const cm::Failure& f);

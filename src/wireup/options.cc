@@ -45,6 +45,8 @@ EngineOptions engine_options(const config::Settings& s, uint32_t rank, uint32_t 
   o.rank = rank;
   o.nranks = nranks;
   o.lanes = static_cast<uint32_t>(s.engine.lanes);
+  o.on_demand = s.engine.mode == config::EngineMode::on_demand;
+  o.eager_ring = static_cast<uint32_t>(s.engine.eager_ring);
   o.job_key = job_key != 0 ? job_key : s.engine.job_key;
   o.listen_addr = listen;
   if (s.cm.port != 0) o.listen_addr.set_port(static_cast<uint16_t>(s.cm.port));

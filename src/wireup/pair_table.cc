@@ -9,29 +9,39 @@ const char* to_string(PairState s) {
     case PairState::established: return "established";
     case PairState::failed: return "failed";
     case PairState::probing: return "probing";
+    case PairState::idle: return "idle";
   }
   return "?";
 }
 
 void PairTable::build(const std::vector<uint64_t>& active, const std::vector<uint64_t>& passive) {
-  std::vector<std::pair<uint64_t, cm::Role>> keys;
-  keys.reserve(active.size() + passive.size());
-  for (uint64_t k : active) keys.emplace_back(k, cm::Role::active);
-  for (uint64_t k : passive) keys.emplace_back(k, cm::Role::passive);
-  std::sort(keys.begin(), keys.end());
-  pairs_.clear();
-  pairs_.reserve(keys.size());  // exact: no reallocation ever moves a pair
-  for (auto [k, role] : keys) {
+  clear();
+  by_key_.reserve(active.size() + passive.size());  // exact: bulk never adds afterwards
+  auto make = [&](uint64_t k, cm::Role role) {
     Pair& p = pairs_.emplace_back();
     p.peer = key_peer(k);
     p.lane = key_lane(k);
     p.role = role;
-  }
-  start_order_.clear();
-  start_order_.reserve(active.size());
-  for (uint64_t k : active) start_order_.push_back(index(*find(k)));
-  next_start_ = 0;
+    p.index = static_cast<uint32_t>(pairs_.size() - 1);
+    by_key_.push_back(Key{k, p.index});
+  };
+  for (uint64_t k : active) make(k, cm::Role::active);
+  for (uint64_t k : passive) make(k, cm::Role::passive);
+  std::sort(by_key_.begin(), by_key_.end(), [](const Key& a, const Key& b) { return a.key < b.key; });
+  for (uint32_t i = 0; i < active.size(); ++i) start_order_.push_back(i);  // made first, in start order
   open_ = pairs_.size();
+}
+
+Pair& PairTable::add(uint64_t key, cm::Role role) {
+  Pair& p = pairs_.emplace_back();
+  p.peer = key_peer(key);
+  p.lane = key_lane(key);
+  p.role = role;
+  p.index = static_cast<uint32_t>(pairs_.size() - 1);
+  auto it = std::lower_bound(by_key_.begin(), by_key_.end(), key, [](const Key& e, uint64_t k) { return e.key < k; });
+  by_key_.insert(it, Key{key, p.index});
+  ++open_;
+  return p;
 }
 
 Pair* PairTable::find(uint64_t key) {
@@ -39,32 +49,30 @@ Pair* PairTable::find(uint64_t key) {
 }
 
 const Pair* PairTable::find(uint64_t key) const {
-  auto it = std::lower_bound(pairs_.begin(), pairs_.end(), key,
-                             [](const Pair& p, uint64_t k) { return p.key() < k; });
-  return it != pairs_.end() && it->key() == key ? &*it : nullptr;
+  auto it = std::lower_bound(by_key_.begin(), by_key_.end(), key, [](const Key& e, uint64_t k) { return e.key < k; });
+  return it != by_key_.end() && it->key == key ? &pairs_[it->index] : nullptr;
 }
 
 Pair* PairTable::next_to_start() {
-  while (next_start_ < start_order_.size()) {
-    Pair* p = at(start_order_[next_start_++]);
-    if (p != nullptr) return p;
+  while (!start_order_.empty()) {
+    const uint32_t i = start_order_.front();
+    start_order_.pop_front();
+    if (Pair* p = at(i)) return p;
   }
   return nullptr;
 }
 
 const Pair* PairTable::peek_next_to_start() const {
-  for (size_t i = next_start_; i < start_order_.size(); ++i)
-    if (start_order_[i] < pairs_.size()) return &pairs_[start_order_[i]];
+  for (uint32_t i : start_order_)
+    if (i < pairs_.size()) return &pairs_[i];
   return nullptr;
 }
 
-void PairTable::release_start_order() {
-  std::vector<uint64_t>().swap(start_order_);
-  next_start_ = 0;
-}
+void PairTable::release_start_order() { std::deque<uint32_t>().swap(start_order_); }
 
 void PairTable::clear() {
   pairs_.clear();
+  std::vector<Key>().swap(by_key_);
   release_start_order();
   open_ = 0;
 }

@@ -12,13 +12,18 @@
 //                abandon notice that tells the passive side is in flight, its connection.
 //   probing      passive only: our REP retries ran out and a rtu_lost notice asks the active
 //                side whether it is established (repair.h).
+//   idle         on demand only (EngineOptions::on_demand): nothing asked and nothing held, as
+//                after a disconnect; connect() or the peer's request reopens it.
 //
-// Built once by build(): the table never grows afterwards, so a sorted vector replaces a node
-// per entry, and a pair's address never changes.
+// Bulk: build() makes every planned pair at once. On demand: add() appends one as it is asked
+// for (or as the peer asks). Pairs live in a deque, so neither kind of growth moves one: a
+// pair's address and its index (the engines' tags) never change; a sorted key index finds
+// them.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <variant>
 #include <vector>
@@ -28,7 +33,7 @@
 
 namespace wireup {
 
-enum class PairState : uint8_t { waiting, connecting, established, failed, probing };
+enum class PairState : uint8_t { waiting, connecting, established, failed, probing, idle };
 const char* to_string(PairState s);
 
 inline uint64_t pair_key(uint32_t peer, uint32_t lane) { return (uint64_t(peer) << 16) | lane; }
@@ -66,14 +71,21 @@ struct Failed {
 struct Probing {
   std::unique_ptr<Notice> notice;
 };
+struct Idle {};
 
 struct Pair {
   uint32_t peer = 0;
   uint16_t lane = 0;
   cm::Role role = cm::Role::active;
+  // On demand: the lane waits for the transport's answer to the address callback before its
+  // first attempt can be queued (Engine::add_peer).
+  bool awaiting_address = false;
   uint32_t attempt = 0;       // active: attempts made; passive: newest attempt seen
-  Nanos first_start{-1};      // cm::kUnset until the first attempt
-  std::variant<Waiting, Connecting, Established, Failed, Probing> st;
+  uint32_t index = 0;         // its place in the table, for ever (in what would be padding)
+  // Bulk: the first attempt (cm::kUnset until then). On demand: when it was asked for (by us,
+  // or by the peer's first request), which its deadline counts from.
+  Nanos first_start{-1};
+  std::variant<Waiting, Connecting, Established, Failed, Probing, Idle> st;
 
   PairState state() const { return static_cast<PairState>(st.index()); }
   uint64_t key() const { return pair_key(peer, lane); }
@@ -85,35 +97,39 @@ struct Pair {
   template <class S>
   S& become(S s = {}) { return st.template emplace<S>(std::move(s)); }
 };
-static_assert(std::variant_size_v<decltype(Pair::st)> == 5, "one alternative per PairState");
+static_assert(std::variant_size_v<decltype(Pair::st)> == 6, "one alternative per PairState");
 
 class PairTable {
  public:
-  // `active` in start order (lane-major), `passive` in any order; keys must be distinct.
+  // Bulk: `active` in start order (lane-major), `passive` in any order; keys must be distinct.
   void build(const std::vector<uint64_t>& active, const std::vector<uint64_t>& passive);
+  // On demand: a new pair (its key must not be in the table), open, waiting; not queued.
+  Pair& add(uint64_t key, cm::Role role);
 
   Pair* find(uint64_t key);
   const Pair* find(uint64_t key) const;
   Pair* find(uint32_t peer, uint32_t lane) { return find(pair_key(peer, lane)); }
-  // A pair's index never changes after build(): the engine's internal tags (connection
-  // tags, steady routes, queues) are indexes, so that an event finds its pair in O(1).
-  uint32_t index(const Pair& p) const { return static_cast<uint32_t>(&p - pairs_.data()); }
+  const Pair* find(uint32_t peer, uint32_t lane) const { return find(pair_key(peer, lane)); }
+  // A pair's index never changes: the engine's internal tags (connection tags, steady routes,
+  // queues) are indexes, so that an event finds its pair in O(1).
+  uint32_t index(const Pair& p) const { return p.index; }
   Pair* at(uint64_t index) { return index < pairs_.size() ? &pairs_[index] : nullptr; }
 
-  std::vector<Pair>::iterator begin() { return pairs_.begin(); }
-  std::vector<Pair>::iterator end() { return pairs_.end(); }
-  std::vector<Pair>::const_iterator begin() const { return pairs_.begin(); }
-  std::vector<Pair>::const_iterator end() const { return pairs_.end(); }
+  std::deque<Pair>::iterator begin() { return pairs_.begin(); }
+  std::deque<Pair>::iterator end() { return pairs_.end(); }
+  std::deque<Pair>::const_iterator begin() const { return pairs_.begin(); }
+  std::deque<Pair>::const_iterator end() const { return pairs_.end(); }
   size_t size() const { return pairs_.size(); }
 
   // The next active pair in start order (first attempts), or null when all were started.
-  // (start_order_ holds indexes)
   Pair* next_to_start();
   // The pair next_to_start() would return, left in place (null when all were started).
   const Pair* peek_next_to_start() const;
-  bool all_started() const { return next_start_ >= start_order_.size(); }
+  bool all_started() const { return start_order_.empty(); }
+  // On demand: queues a pair's first attempt behind those already queued.
+  void queue_start(const Pair& p) { start_order_.push_back(p.index); }
 
-  // Pairs neither established nor failed.
+  // Pairs neither established nor failed (nor idle).
   size_t open() const { return open_; }
   void settled() { --open_; }
   void reopened() { ++open_; }
@@ -123,9 +139,13 @@ class PairTable {
   void clear();
 
  private:
-  std::vector<Pair> pairs_;           // sorted by key
-  std::vector<uint64_t> start_order_;
-  size_t next_start_ = 0;
+  struct Key {
+    uint64_t key;
+    uint32_t index;
+  };
+  std::deque<Pair> pairs_;    // in the order made: index = position
+  std::vector<Key> by_key_;   // sorted by key
+  std::deque<uint32_t> start_order_;  // indexes, consumed from the front
   size_t open_ = 0;
 };
 

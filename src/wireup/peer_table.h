@@ -1,5 +1,6 @@
 // The peer table: ranks (sorted) for the whole life of the engine, addresses only while
-// connecting (release_addresses() when wireup ends: an established pair never needs them).
+// connecting (bulk: release_addresses() when wireup ends: an established pair never needs them;
+// on demand: kept, and one rank at a time may be added).
 // An address is kept as the sockaddr it is (at most 28 bytes), not as a 128-byte
 // sockaddr_storage.
 #pragma once
@@ -31,6 +32,19 @@ class PeerTable {
       std::memcpy(&c, a.get(), std::min<size_t>(a.len(), sizeof c));
       addrs_.push_back(c);
     }
+  }
+  // Adds or replaces one rank's address (on demand: peers learnt one at a time).
+  void insert(uint32_t rank, const prov::SockAddr& a) {
+    Addr c{};
+    std::memcpy(&c, a.get(), std::min<size_t>(a.len(), sizeof c));
+    auto it = std::lower_bound(ranks_.begin(), ranks_.end(), rank);
+    const auto at = static_cast<size_t>(it - ranks_.begin());
+    if (it != ranks_.end() && *it == rank) {
+      addrs_[at] = c;
+      return;
+    }
+    ranks_.insert(it, rank);
+    addrs_.insert(addrs_.begin() + static_cast<std::ptrdiff_t>(at), c);
   }
   bool contains(uint32_t rank) const { return std::binary_search(ranks_.begin(), ranks_.end(), rank); }
   // nullopt for an unknown rank or after release_addresses().

@@ -34,6 +34,7 @@ const char* to_string(RejectCode c) {
     case RejectCode::repair_refused: return "repair_refused";
     case RejectCode::bad_reply: return "bad_reply";
     case RejectCode::abandon_noted: return "abandon_noted";
+    case RejectCode::crossed: return "crossed";
   }
   return "unknown";
 }

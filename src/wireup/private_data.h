@@ -74,8 +74,10 @@ enum class RejectCode : uint16_t {
                         // transport took the QP, or no attempts are left); it reported the loss
   bad_reply = 15,       // the active side refused our REP: not the answer to its request
   abandon_noted = 16,   // answer to an abandon notice: the passive side settled the pair
+  crossed = 17,         // on demand: both sides asked for the lane at once and our request is
+                        // the one the rule keeps (plan::initiates): accept ours instead
 };
-inline constexpr RejectCode kLastRejectCode = RejectCode::abandon_noted;
+inline constexpr RejectCode kLastRejectCode = RejectCode::crossed;
 const char* to_string(RejectCode c);
 
 struct WireHeader {

@@ -20,6 +20,31 @@ const char* to_string(PeerError::Cause c) {
   return "?";
 }
 
+const char* to_string(LaneState s) {
+  switch (s) {
+    case LaneState::idle: return "idle";
+    case LaneState::connecting: return "connecting";
+    case LaneState::ready: return "ready";
+    case LaneState::failed: return "failed";
+  }
+  return "?";
+}
+
+int Records::deliver_lanes() {
+  if (lanes_.empty()) return 0;
+  // Taken out first: the callback may make more (a connect() that fails at once).
+  std::vector<LaneEvent> now;
+  now.swap(lanes_);
+  const int n = static_cast<int>(now.size());
+  for (const LaneEvent& e : now)
+    if (lane_cb_) lane_cb_(e);
+  if (lanes_.empty()) {  // keep the capacity
+    now.clear();
+    lanes_.swap(now);
+  }
+  return n;
+}
+
 RejectCode peer_reject_code(const cm::Failure& f) {
   if (f.kind != cm::FailKind::rejected) return RejectCode::none;
   auto h = decode(f.private_data);

@@ -14,6 +14,7 @@ class Records {
  public:
   using SteadyCallback = std::function<void(const SteadyEvent&)>;
   using DeviceCallback = std::function<void(const DeviceEventReport&)>;
+  using LaneCallback = std::function<void(const LaneEvent&)>;
 
   void reserve(size_t results) { results_.reserve(results); }
   uint32_t add_result(ConnResult r);
@@ -35,6 +36,13 @@ class Records {
   void report(const DeviceEventReport& e) const {
     if (device_cb_) device_cb_(e);
   }
+  // Lane events wait for deliver_lanes(): the engine calls it when a progress() call's work is
+  // done, so the callback may call back into the engine. Nothing is queued without a callback.
+  void on_lane_event(LaneCallback cb) { lane_cb_ = std::move(cb); }
+  void lane(const LaneEvent& e) {
+    if (lane_cb_) lanes_.push_back(e);
+  }
+  int deliver_lanes();
   // Swaps the callback (close() listens in on the disconnects it waits for).
   SteadyCallback exchange_callback(SteadyCallback cb) { return std::exchange(steady_cb_, std::move(cb)); }
 
@@ -44,6 +52,8 @@ class Records {
   size_t withdrawn_ = 0;
   SteadyCallback steady_cb_;
   DeviceCallback device_cb_;
+  LaneCallback lane_cb_;
+  std::vector<LaneEvent> lanes_;  // queued for deliver_lanes()
 };
 
 }  // namespace wireup

@@ -33,12 +33,14 @@ GateVerdict check_request(const GateContext& ctx, std::span<const uint8_t> priva
   // A peer can be quicker than we are: its request may come between our listen() and our
   // start(), while our peer table is not in. Transient: the sender retries (local_failure).
   if (!ctx.started) return refuse(v, RejectCode::local_failure, "not started yet");
-  if (h->src_rank >= ctx.nranks || ctx.peers == nullptr || !ctx.peers->contains(h->src_rank))
-    return refuse(v, RejectCode::unknown_rank, rank_name(h->src_rank));
+  const bool known = ctx.on_demand ? h->src_rank != ctx.self : ctx.peers != nullptr && ctx.peers->contains(h->src_rank);
+  if (h->src_rank >= ctx.nranks || !known) return refuse(v, RejectCode::unknown_rank, rank_name(h->src_rank));
   if (h->lane >= ctx.lanes) return refuse(v, RejectCode::bad_lane, "lane " + std::to_string(h->lane));
   // A rtu_lost notice comes from the passive side of a pair we initiate: the rule reverses.
+  // On demand the roles are the pair's (who asked), checked by the engine against it.
   const bool notice = h->kind == WireKind::rtu_lost;
-  if (notice ? !plan::initiates(ctx.self, h->src_rank, ctx.nranks) : !plan::initiates(h->src_rank, ctx.self, ctx.nranks))
+  if (!ctx.on_demand &&
+      (notice ? !plan::initiates(ctx.self, h->src_rank, ctx.nranks) : !plan::initiates(h->src_rank, ctx.self, ctx.nranks)))
     return refuse(v, RejectCode::wrong_role,
                   notice ? rank_name(h->src_rank) + " initiates to us" : "we initiate to " + rank_name(h->src_rank));
   if (!ctx.accepting) return refuse(v, RejectCode::shutting_down, "not wiring up");

@@ -22,11 +22,14 @@ struct GateContext {
   const PeerTable* peers = nullptr;
   bool started = false;    // start() was called (before: the peer table may not be in yet)
   bool accepting = false;  // started and still wiring up (the setup channel is open)
+  // On demand: any rank of the job may ask (the peer table may not list it, and roles come
+  // from who asks): the engine checks the request against the pair, if there is one.
+  bool on_demand = false;
 };
 
 enum class Admit : uint8_t {
   refuse,      // answer with a REJ carrying `code`
-  connect,     // a planned peer's REQ for a pair we accept: check_pair() next
+  connect,     // a planned peer's REQ for a pair we accept (on demand: any rank's): check_pair() next
   rtu_notice,  // a rtu_lost notice about a pair we initiate (repair.h)
   abandon,     // the active side of a pair we accept gave up on it (WireKind::abandon)
 };
@@ -43,7 +46,8 @@ struct GateVerdict {
   // opposed to a planned peer's request that came at the wrong time.
   bool stranger() const {
     return admit == Admit::refuse && code != RejectCode::stale_attempt && code != RejectCode::duplicate &&
-           code != RejectCode::shutting_down && code != RejectCode::local_failure;
+           code != RejectCode::shutting_down && code != RejectCode::local_failure &&
+           code != RejectCode::crossed;
   }
 };
 

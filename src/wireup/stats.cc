@@ -42,6 +42,10 @@ const char* to_string(Counter c) {
     case Counter::comm_est_notified: return "comm_est_notified";
     case Counter::device_removals: return "device_removals";
     case Counter::addr_changes: return "addr_changes";
+    case Counter::asks: return "asks";
+    case Counter::crossed_won: return "crossed_won";
+    case Counter::crossed_yielded: return "crossed_yielded";
+    case Counter::lanes_closed: return "lanes_closed";
     case Counter::connects_paced: return "connects_paced";
     case Counter::count_: break;
   }

@@ -74,6 +74,13 @@ enum class Counter : uint8_t {
   comm_est_notified,
   device_removals,
   addr_changes,
+  // On demand: lanes the transport asked for (connect(), eager peers), requests of the peer we
+  // refused because ours crosses them and wins (RejectCode::crossed), our own attempts given
+  // up because the peer's crossing request wins, and lanes disconnected (either side).
+  asks,
+  crossed_won,
+  crossed_yielded,
+  lanes_closed,
   count_,
 };
 const char* to_string(Counter c);

@@ -1,0 +1,253 @@
+// On demand (EngineOptions::on_demand): lanes asked for one peer at a time, crossing requests,
+// addresses that come later, per-ask deadlines, and disconnecting one peer.
+//
+// Who initiates is who asked. When both sides ask for a lane at once, both requests are on the
+// wire; the rule both apply is the plan's (plan::initiates): that side's request is the one
+// kept. The other side, on the winner's REQ, withdraws its own attempt (its QP goes back
+// through the factory's release) and accepts; the winner refuses the loser's REQ with
+// RejectCode::crossed, on which the loser waits for the winner's request as the passive side.
+// Either way exactly one connection per (pair, lane) is made, and no retry is spent on it.
+#include <algorithm>
+
+#include "common/log.h"
+#include "wireup/address.h"
+#include "wireup/engine.h"
+#include "wireup/plan.h"
+
+namespace wireup {
+namespace {
+
+Error misuse(const char* call, const std::string& what) { return Error::make(ErrorCode::invalid_state, call, what); }
+
+}  // namespace
+
+Status Engine::check_peer_call(const char* call, uint32_t peer) const {
+  if (!opt().on_demand) return misuse(call, "needs engine.mode = on_demand (this engine connects in bulk)");
+  if (!life_.started) return misuse(call, "start() not called");
+  if (!channels_.setup) return misuse(call, "the engine is closed");
+  if (peer >= opt().nranks)
+    return Error::make(ErrorCode::invalid_argument, call,
+                       "rank " + std::to_string(peer) + " >= nranks " + std::to_string(opt().nranks));
+  if (peer == opt().rank) return Error::make(ErrorCode::invalid_argument, call, "rank " + std::to_string(peer) + " is this rank");
+  if (life_.device_lost) return misuse(call, "this rank's device was removed");
+  return Status::ok();
+}
+
+void Engine::open_lane(Pair& p, cm::Role role) {
+  const bool was_open = p.state() == PairState::waiting || p.state() == PairState::connecting ||
+                        p.state() == PairState::probing;
+  release_state(p);
+  p.role = role;
+  p.attempt = 0;  // a new conversation: the peer counts its attempts from 1 again
+  p.awaiting_address = false;
+  p.become(Waiting{});
+  if (!was_open) pairs_.reopened();
+  p.first_start = now();
+  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, p.index);
+}
+
+Pair& Engine::lane_for(uint32_t peer, uint32_t lane, cm::Role role) {
+  if (Pair* p = pairs_.find(peer, lane)) {
+    open_lane(*p, role);
+    return *p;
+  }
+  Pair& p = pairs_.add(pair_key(peer, lane), role);
+  p.first_start = now();
+  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, p.index);
+  return p;
+}
+
+Status Engine::connect(uint32_t peer) {
+  WIREUP_TRY(check_peer_call("Engine::connect", peer));
+  const bool known = peers_.address(peer).has_value();
+  if (!known && !od_.address_cb)
+    return misuse("Engine::connect", "no address for rank " + std::to_string(peer) +
+                                         ": add_peer() it first, or register an address callback");
+  size_t asked = 0;
+  for (uint32_t lane = 0; lane < opt().lanes; ++lane) {
+    Pair* have = pairs_.find(peer, lane);
+    const PairState s = have ? have->state() : PairState::idle;
+    if (s != PairState::idle && s != PairState::failed) continue;  // asked for already, or ready
+    Pair& p = lane_for(peer, lane, cm::Role::active);
+    ++stats_[Counter::asks];
+    ++asked;
+    if (known) {
+      pairs_.queue_start(p);
+    } else {
+      p.awaiting_address = true;
+    }
+  }
+  if (asked > 0 && !known && !std::binary_search(od_.address_asked.begin(), od_.address_asked.end(), peer)) {
+    od_.address_asked.insert(std::lower_bound(od_.address_asked.begin(), od_.address_asked.end(), peer), peer);
+    od_.address_cb(peer);  // may call add_peer() before it returns
+  }
+  return Status::ok();
+}
+
+Status Engine::add_peer(const Peer& peer) {
+  const char* call = "Engine::add_peer";
+  if (peer.rank >= opt().nranks)
+    return Error::make(ErrorCode::invalid_argument, call,
+                       "rank " + std::to_string(peer.rank) + " >= nranks " + std::to_string(opt().nranks));
+  if (life_.started && !opt().on_demand) return misuse(call, "a bulk engine's peer table is fixed at start()");
+  auto a = decode_address(peer.address);
+  if (!a) return Error::make(ErrorCode::invalid_argument, call, "rank " + std::to_string(peer.rank) + ": " + a.error().detail);
+  if (peer.rank == opt().rank) return Status::ok();  // our own, as a table would list it
+  peers_.insert(peer.rank, *a);
+  auto asked = std::lower_bound(od_.address_asked.begin(), od_.address_asked.end(), peer.rank);
+  if (asked != od_.address_asked.end() && *asked == peer.rank) od_.address_asked.erase(asked);
+  for (uint32_t lane = 0; lane < opt().lanes; ++lane) {
+    Pair* p = pairs_.find(peer.rank, lane);
+    if (p == nullptr || !p->awaiting_address) continue;
+    p->awaiting_address = false;
+    if (p->state() == PairState::waiting && p->role == cm::Role::active) pairs_.queue_start(*p);
+  }
+  return Status::ok();
+}
+
+void Engine::close_lane(Pair& p) {
+  if (auto* e = p.as<Established>()) {
+    if (e->id && !e->disconnected) {
+      e->disconnected = true;
+      (void)e->id->disconnect();  // the peer's CM gets the DREQ: its side sees DISCONNECTED
+    }
+    // A QP never handed over goes back now (withdrawn: its result's pointer would dangle); one
+    // handed over (kept) or taken stays the transport's. The id waits for the end of the
+    // event loop.
+    if (e->qp) {
+      if (e->qp->kept()) {
+        records_.qp_taken(e->result);
+      } else {
+        records_.withdraw(e->result);
+      }
+    }
+    removed_.push_back(Removed{std::move(e->id), std::move(e->qp)});
+    ++stats_[Counter::lanes_closed];
+  } else if (p.state() != PairState::failed && p.state() != PairState::idle) {
+    pairs_.settled();
+  }
+  release_state(p);
+  p.awaiting_address = false;
+  p.attempt = 0;
+  p.become(Idle{});
+}
+
+Status Engine::disconnect(uint32_t peer) {
+  WIREUP_TRY(check_peer_call("Engine::disconnect", peer));
+  for (uint32_t lane = 0; lane < opt().lanes; ++lane)
+    if (Pair* p = pairs_.find(peer, lane)) close_lane(*p);
+  return Status::ok();
+}
+
+LaneState Engine::lane_state(uint32_t peer, uint32_t lane) const {
+  const Pair* p = pairs_.find(peer, lane);
+  if (p == nullptr) return LaneState::idle;
+  switch (p->state()) {
+    case PairState::idle: return LaneState::idle;
+    case PairState::established: return p->as<Established>()->disconnected ? LaneState::idle : LaneState::ready;
+    case PairState::failed: return LaneState::failed;
+    default: return LaneState::connecting;
+  }
+}
+
+Status Engine::start_on_demand() {
+  const EngineOptions& o = opt();
+  // The eager ring: both sides know it, so its roles come from the plan as in bulk (no
+  // crossing): we initiate to the ranks ahead on the ring and expect those behind.
+  std::vector<std::pair<uint32_t, cm::Role>> ring;
+  const uint32_t k = std::min(o.eager_ring, o.nranks / 2);
+  for (uint32_t d = 1; d <= k; ++d)
+    for (uint32_t q : {(o.rank + d) % o.nranks, (o.rank + o.nranks - d) % o.nranks})
+      if (q != o.rank) ring.emplace_back(q, plan::initiates(o.rank, q, o.nranks) ? cm::Role::active : cm::Role::passive);
+  std::sort(ring.begin(), ring.end());
+  ring.erase(std::unique(ring.begin(), ring.end()), ring.end());
+  std::vector<uint32_t> need_address;
+  for (uint32_t lane = 0; lane < o.lanes; ++lane)
+    for (auto [q, role] : ring) {
+      Pair& p = lane_for(q, lane, role);
+      if (role == cm::Role::passive) continue;
+      ++stats_[Counter::asks];
+      if (peers_.address(q)) {
+        pairs_.queue_start(p);
+      } else {
+        p.awaiting_address = true;
+        if (lane == 0) need_address.push_back(q);
+      }
+    }
+  if (!need_address.empty() && !od_.address_cb)
+    return misuse("Engine::start", "no address for rank " + std::to_string(need_address.front()) +
+                                       " of the eager ring: list it, or register an address callback");
+  for (uint32_t q : need_address) {
+    od_.address_asked.insert(std::lower_bound(od_.address_asked.begin(), od_.address_asked.end(), q), q);
+    od_.address_cb(q);
+  }
+  for (uint32_t q : o.eager_peers) WIREUP_TRY(connect(q));
+  return Status::ok();
+}
+
+Pair* Engine::on_demand_request(GateVerdict& v) {
+  const uint32_t src = v.header.src_rank;
+  Pair* p = pairs_.find(src, v.header.lane);
+  if (p == nullptr) return &lane_for(src, v.header.lane, cm::Role::passive);
+  const PairState s = p->state();
+  if (s == PairState::idle || s == PairState::failed) {
+    open_lane(*p, cm::Role::passive);
+    return p;
+  }
+  if (p->role == cm::Role::passive || s == PairState::established) return p;  // check_pair decides
+  // We asked too, and our attempt is not through: the requests cross.
+  if (plan::initiates(opt().rank, src, opt().nranks)) {
+    ++stats_[Counter::crossed_won];
+    v.admit = Admit::refuse;
+    v.code = RejectCode::crossed;
+    v.why = "our own request for the lane crosses it and is the one kept";
+    return p;
+  }
+  ++stats_[Counter::crossed_yielded];
+  WIREUP_LOG(debug, "rank %u: rank %u lane %u: our request crosses the peer's, which is kept", opt().rank, src,
+             v.header.lane);
+  // Our attempt goes (its QP back to the transport); the deadline still counts from our ask.
+  const Nanos asked = p->first_start;
+  release_state(*p);
+  p->role = cm::Role::passive;
+  p->attempt = 0;
+  p->awaiting_address = false;
+  p->become(Waiting{});
+  p->first_start = asked;
+  return p;
+}
+
+bool Engine::yield_to_crossing(Pair& p, const cm::Failure& f) {
+  if (!opt().on_demand || peer_reject_code(f) != RejectCode::crossed) return false;
+  // The peer's request is the one kept (its REJ authenticated as the answer to ours): wait
+  // for it as the passive side, within the same deadline.
+  ++stats_[Counter::crossed_yielded];
+  p.role = cm::Role::passive;
+  p.attempt = 0;
+  p.become(Waiting{});
+  return true;
+}
+
+int Engine::expire_due() {
+  int work = 0;
+  const Nanos t = now();
+  while (!od_.deadlines.empty() && od_.deadlines.front().first <= t) {
+    auto [due, i] = od_.deadlines.front();
+    od_.deadlines.pop_front();
+    Pair* p = pairs_.at(i);
+    if (p == nullptr || p->first_start + opt().wireup_timeout != due) continue;  // asked again since
+    const PairState s = p->state();
+    if (s != PairState::waiting && s != PairState::connecting && s != PairState::probing) continue;
+    expire_pair(*p);
+    ++work;
+  }
+  return work;
+}
+
+void Engine::close_steady_lane(Pair& p) {
+  // On demand the peer's disconnect frees the lane for a later connect, by either side.
+  WIREUP_LOG(info, "rank %u: rank %u lane %u disconnected; the lane is idle", opt().rank, p.peer, p.lane);
+  close_lane(p);
+}
+
+}  // namespace wireup
