@@ -106,6 +106,7 @@ Status Engine::add_peer(const Peer& peer) {
 }
 
 void Engine::close_lane(Pair& p) {
+  if (p.state() == PairState::idle) return;
   if (auto* e = p.as<Established>()) {
     if (e->id && !e->disconnected) {
       e->disconnected = true;
@@ -130,6 +131,7 @@ void Engine::close_lane(Pair& p) {
   p.awaiting_address = false;
   p.attempt = 0;
   p.become(Idle{});
+  records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::closed, 0});
 }
 
 Status Engine::disconnect(uint32_t peer) {
