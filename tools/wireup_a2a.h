@@ -18,6 +18,8 @@
 //   wireup_a2a_check.cc    the QPN cross-check and the SEND both ways, per rank
 //   wireup_a2a_report.cc   what one rank contributes to the summary, and its wire format
 //   wireup_a2a_summary.cc  the job summary: human text and --json
+//   wireup_a2a_pattern.cc  --mode on-demand: who asks whom (--pattern), one rank's lane ledger
+//   wireup_a2a_ondemand.cc   the ledger on the public API: asks, lane events, the check
 #pragma once
 
 #include <array>
@@ -80,11 +82,17 @@ struct Options {
   int64_t kill_after_conns = -1;             //   ... or once it has this many connections
   double verify_timeout_s = 30;              // SEND check: completions must arrive by then
   int into = -1;                             // --into R: every other rank connects to rank R only (an incast)
+  bool on_demand = false;                    // --mode on-demand (engine.mode = on_demand)
+  bool mode_given = false;                   //   --mode was on the command line
+  std::string pattern = "all";               // --pattern: all | ring:K | random:K (on demand)
 };
 
 extern const char* const kUsage;
 // The options, or the sentence naming the offending option.
 Expected<Options> parse_options(int argc, char** argv);
+// Whether the run is on demand, from the configured engine.mode (what config_value prints,
+// quoted or not), which the environment may have set; an explicit --mode must agree with it.
+Expected<bool> engine_mode(const Options& o, const std::string& configured);
 
 // ---- per-rank checks (wireup_a2a_check.cc) ------------------------------------------------
 // What a rank recorded for one (peer, lane): its own QPN and the peer's as the CM carried it;
@@ -102,6 +110,8 @@ struct CheckCounts {
   uint64_t recv_ok = 0;       // the peer's SEND arrived on the right QP with the right text
   uint64_t data_bad = 0;      // completion errors, wrong QP or text, or missing by the deadline
   uint64_t errors = 0;        // the engine or a check itself failed on some rank
+  uint64_t pattern_dup = 0;   // on demand: a (peer, lane) connected more than once on a rank
+  uint64_t pattern_extra = 0; // on demand: connected with a rank neither end asked for
   bool data_checked = false;
   std::vector<std::string> problems;  // the first few, for the summary
   void problem(std::string s);
@@ -173,6 +183,10 @@ struct RankReport {
   // a dead peer are there too, as "disconnected" (its DREQ arrived) or "lost" (not yet)
   std::map<uint32_t, std::map<std::string, uint64_t>> errors_by_peer;
   CheckCounts check;
+  // on demand: lanes this rank asked for, their connect() -> READY times (ns), and the
+  // engine's crossing counters (requests refused as the kept side / withdrawn as the other)
+  uint64_t lanes_asked = 0, crossed_won = 0, crossed_yielded = 0;
+  std::vector<int64_t> ask_to_ready;
 };
 
 // A line-oriented text form, so that MPI can gather reports of any size.
@@ -189,6 +203,14 @@ struct JobInfo {
   bool verified = false;           // checks ran
   std::set<uint32_t> dead;         // ranks killed on purpose (--kill-rank)
   int into = -1;                   // --into: the one rank every other rank connects to
+  bool on_demand = false;          // --mode on-demand: `pattern` says which pairs were asked
+  struct Pattern {
+    std::string text;                  // "random:3"
+    uint64_t pairs = 0, crossing = 0;  // asked in the job; asked by both ends
+    uint64_t pairs_with_dead = 0;      // asked pairs with a --kill-rank victim in them
+    std::set<uint32_t> asked_dead;     // live ranks that asked a victim
+  };
+  Pattern pattern{};
 };
 
 struct PhaseStats {
@@ -214,6 +236,10 @@ struct Summary {
   double user_s = 0, sys_s = 0;    // summed over ranks
   double slowest_rank_s = 0;
   uint32_t slowest_rank = 0;
+  // on demand: lanes asked (summed over ranks: a crossing pair's lanes count on both ends),
+  // connect() -> READY by the asker, requests that crossed on the wire
+  uint64_t lanes_asked = 0, crossed_won = 0, crossed_yielded = 0;
+  PhaseStats ask_to_ready;
 };
 
 Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports);

@@ -32,6 +32,19 @@ uint64_t pick_job_key(const Options& o, wireup::Context& ctx) {
   return k;
 }
 
+Problem job_shape(const Options& o, RdmaRank& rr, uint32_t nranks, bool& on_demand, std::optional<PatternPlan>& plan) {
+  auto od = engine_mode(o, rr.context().config_value("engine.mode"));
+  if (!od) return od.error();
+  on_demand = *od;
+  if (!on_demand) return {};
+  auto pattern = parse_pattern(o.pattern);  // checked by parse_options: cannot fail here
+  if (!pattern) return pattern.error();
+  auto p = PatternPlan::make(*pattern, nranks, o.sim_seed);
+  if (!p) return p.error();
+  plan = std::move(*p);
+  return {};
+}
+
 void run_victim(const Options& o, wireup::Wireup& e, int rank) {
   const auto t0 = Clock::now();
   for (;;) {

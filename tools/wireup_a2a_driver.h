@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <exception>
+#include <optional>
 #include <utility>
 
+#include "wireup_a2a_pattern.h"
 #include "wireup_a2a_rdma.h"
 
 namespace wireup::a2a {
@@ -38,6 +40,10 @@ std::pair<double, double> cpu_seconds();  // user, system
 // --job-key, else 0 when the configuration has one (every rank's wireup_create takes its own),
 // else a random one (rank 0 draws it and the bootstrap hands it out).
 uint64_t pick_job_key(const Options& o, wireup::Context& ctx);
+
+// Bulk or on demand (the configured engine.mode, which --mode sets and WIREUP_ENGINE_MODE
+// overrides) and, on demand, the whole job's pattern (--pattern, --seed). "" or why not.
+Problem job_shape(const Options& o, RdmaRank& rr, uint32_t nranks, bool& on_demand, std::optional<PatternPlan>& plan);
 
 // The victim of --kill-rank: wires up like everyone else and _exit()s at the trigger, like a
 // crashed process, saying when (CLOCK_REALTIME) on stderr.

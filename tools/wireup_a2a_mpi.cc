@@ -3,6 +3,10 @@
 // public API (wireup.hpp over wireup.h) and the RDMA CM, with QPs this process makes itself,
 // exactly as a transport links the library.
 //
+// On demand (--mode on-demand) the addresses still come from one MPI_Allgather: the table is
+// complete before start(), so wireup never calls the address callback; only the asks follow
+// the pattern (the pmix driver reads one peer's address per ask instead).
+//
 // A killed rank (--kill-rank) must not hang the others. Open MPI 4.1 has no ULFM, so a
 // communicator cannot be shrunk after a failure: the survivors' communicator is split off before
 // wireup starts, while the victim still takes part, and every collective after start() runs on
@@ -15,9 +19,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 
 #include "wireup_a2a_driver.h"
+#include "wireup_a2a_ondemand.h"
 
 namespace wireup::a2a {
 namespace {
@@ -53,7 +59,9 @@ void mpi_off_the_device() {
 // ranks carry {established, retries, done}: they end the loop together and feed rank 0's
 // progress line. A rank that is done starts its next round at once, so the last one to finish
 // ends the loop without waiting out a round interval.
-WireupRun run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_t planned) {
+// `finished`: this rank is done (bulk: the engine; on demand: every lane of its pattern settled).
+WireupRun run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_t planned,
+                     const std::function<bool()>& finished) {
   int lr = 0, ln = 0;
   MPI_Comm_rank(live, &lr);
   MPI_Comm_size(live, &ln);
@@ -69,7 +77,7 @@ WireupRun run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_
     // disconnect (a rank that died, say) while the others finish.
     int work = 0;
     if (out.error.empty()) out.error = attempt([&] { work = e.progress(); });
-    if (!done && (!out.error.empty() || e.done())) {
+    if (!done && (!out.error.empty() || finished())) {
       done = true, out.seconds = since(t0);
       const auto cpu = cpu_seconds();
       out.user_s = cpu.first - cpu0.first, out.sys_s = cpu.second - cpu0.second;
@@ -227,6 +235,10 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   // --- setup: every rank's failure is reported, then all stop --------------------------------
   std::unique_ptr<RdmaRank> rr;
   if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { rr = std::make_unique<RdmaRank>(o); }))) return MPI_Finalize(), 1;
+  bool od = false;
+  std::optional<PatternPlan> plan;
+  if (!all_ok(MPI_COMM_WORLD, wr, job_shape(o, *rr, uint32_t(wn), od, plan))) return MPI_Finalize(), 1;
+  if (od && o.into >= 0) return MPI_Finalize(), 2;  // parse_options refuses it; a config mode could not
   uint64_t key = 0;
   if (!all_ok(MPI_COMM_WORLD, wr, wr == 0 ? attempt([&] { key = pick_job_key(o, rr->context()); }) : Problem{}))
     return MPI_Finalize(), 1;
@@ -236,17 +248,22 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   wireup::Wireup& wu = rr->wireup();
   if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { wu.set_peers(peer_table(o, exchange_addresses(wu, wn), wr)); })))
     return MPI_Finalize(), 1;
+  std::unique_ptr<OnDemandRank> odr;
+  if (od) odr = std::make_unique<OnDemandRank>(wu, *plan, uint32_t(wr), rr->lanes(), dead);
 
   // --- wireup ----------------------------------------------------------------------------
   const uint32_t lanes = rr->lanes();
-  const uint64_t planned = (o.into >= 0 ? uint64_t(wn - 1) : uint64_t(wn) * uint64_t(wn - 1) / 2) * lanes;
+  const uint64_t planned =
+      (od ? plan->pairs() : o.into >= 0 ? uint64_t(wn - 1) : uint64_t(wn) * uint64_t(wn - 1) / 2) * lanes;
   if (wr == 0 && !o.json)
-    std::fprintf(stderr, "[a2a] %d ranks x %u lanes = %llu connections; rank 0 on %s\n", wn, lanes,
-                 (unsigned long long)planned, rr->context().listen_source().c_str());
+    std::fprintf(stderr, "[a2a] %d ranks x %u lanes = %llu connections%s%s; rank 0 on %s\n", wn, lanes,
+                 (unsigned long long)planned, od ? " (on demand, pattern " : "",
+                 od ? (plan->text() + ")").c_str() : "", rr->context().listen_source().c_str());
   MPI_Barrier(MPI_COMM_WORLD);
-  const Problem started = attempt([&] { wu.start(); });
+  Problem started = attempt([&] { wu.start(); });
+  if (started.empty() && odr) started = odr->ask_all();  // every peer of the pattern at once
   if (victim) run_victim(o, wu, wr);
-  WireupRun w = run_wireup(o, wu, live, planned);
+  WireupRun w = run_wireup(o, wu, live, planned, [&] { return odr ? odr->settled() : wu.done(); });
   if (w.error.empty()) w.error = attempt([&] { (void)wu.progress(); });  // steady events that came meanwhile
   if (!started.empty()) w.error = started;
   if (!w.error.empty()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.c_str());
@@ -263,14 +280,16 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
     rep.rank = uint32_t(wr), rep.check.problem("rank " + std::to_string(wr) + ": report: " + p), ++rep.check.errors;
   rep.user_s = w.user_s, rep.sys_s = w.sys_s;
   if (!w.error.empty()) rep.check.problem("rank " + std::to_string(wr) + ": " + w.error), ++rep.check.errors;
+  if (odr) odr->report(rep);
   if (o.verify) {
     qpn_exchange(wu, live, world_of, uint32_t(wr), uint32_t(wn), lanes, rep.check);
     if (Problem d = data_exchange(o, *rr, live, uint32_t(wr), dead, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d), ++rep.check.errors;
     MPI_Barrier(live);  // nobody tears down while a peer still polls
   }
-  const int status = summarize_job(rep, live, world_of, JobInfo{uint32_t(wn), lanes, "rdma", "mpi", wall, o.verify, dead, o.into},
-                                   o.json);
+  JobInfo job{uint32_t(wn), lanes, "rdma", "mpi", wall, o.verify, dead, o.into};
+  if (od) job.on_demand = true, job.pattern = pattern_info(*plan, dead);
+  const int status = summarize_job(rep, live, world_of, job, o.json);
   std::fflush(nullptr);
   rr->close();  // disconnect (up to 2 s), then our QPs, CQ and PD
   rr.reset();   // the context last

@@ -2,7 +2,7 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "wireup_a2a.h"
+#include "wireup_a2a_pattern.h"
 
 namespace wireup::a2a {
 
@@ -34,13 +34,19 @@ const char* const kUsage =
     "                         and keep every other connection (mpirun needs --enable-recovery)\n"
     "  --kill-after-ms T      ... T ms after start (default 0 with --kill-rank alone)\n"
     "  --kill-after-conns K   ... once K of its connections are established\n"
+    "  --mode bulk|on-demand  bulk (default): every pair at start; on-demand (engine.mode =\n"
+    "                         on_demand, engine.eager_ring = 0): each rank calls connect() for\n"
+    "                         the peers --pattern gives it, all at once right after start\n"
+    "  --pattern P            on-demand: all (default) | ring:K (ranks r+1..r+K) | random:K (K\n"
+    "                         distinct peers per rank drawn from --seed: every rank computes the\n"
+    "                         whole pattern; a pair both ends drew is a crossing pair)\n"
     "  --bootstrap B          rdma: the out-of-band channel: pmix (the launcher's PMIx server, no\n"
     "                         MPI call), mpi, or auto (default: pmix when a PMIx server is there);\n"
     "                         pmix without a server says so and falls back to mpi\n"
     "  --provider rdma|sim    sim: the simulated fabric, no device, no mpirun\n"
     "  --ranks N              sim: virtual ranks\n"
     "  --latency MODEL        sim: hardware (default) | rxe_vm | zero\n"
-    "  --seed S               sim: fabric seed (default 1)\n"
+    "  --seed S               sim: fabric seed; random:K: the pattern's seed (default 1)\n"
     "  --help                 this text\n"
     "\n"
     "Exit status: 0 all connected and verified; 3 some connections failed, every established one\n"
@@ -68,13 +74,13 @@ Expected<T> number(const std::string& opt, const std::string& v, T min, int base
 
 Expected<Options> parse_options(int argc, char** argv) {
   Options o;
-  bool kill_when = false;
+  bool kill_when = false, pattern_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     static const std::set<std::string> with_value = {
         "--lanes", "--config", "--set", "--wireup-timeout-ms", "--addr", "--job-key", "--kill-rank",
         "--kill-after-ms", "--kill-after-conns", "--provider", "--ranks", "--latency", "--seed",
-        "--verify-timeout-s", "--bootstrap", "--into"};
+        "--verify-timeout-s", "--bootstrap", "--into", "--mode", "--pattern"};
     if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos &&
                                          with_value.count(arg.substr(0, eq))) {
       value = arg.substr(eq + 1), arg = arg.substr(0, eq);
@@ -130,6 +136,13 @@ Expected<Options> parse_options(int argc, char** argv) {
       if (value != "auto" && value != "pmix" && value != "mpi")
         return bad<Options>("--bootstrap " + value + ": expected pmix, mpi or auto");
       o.bootstrap = value;
+    } else if (arg == "--mode") {
+      if (value != "bulk" && value != "on-demand") return bad<Options>("--mode " + value + ": expected bulk or on-demand");
+      o.on_demand = value == "on-demand", o.mode_given = true;
+    } else if (arg == "--pattern") {
+      auto p = parse_pattern(value);
+      if (!p) return bad<Options>(p.error());
+      o.pattern = value, pattern_given = true;
     } else if (arg == "--ranks") {
       auto n = number<uint32_t>(arg, value, 2);
       if (!n) return bad<Options>(n.error());
@@ -151,7 +164,27 @@ Expected<Options> parse_options(int argc, char** argv) {
   if (o.provider == "sim" && o.into >= 0) return bad<Options>("--into is for the rdma provider (under mpirun)");
   if (kill_when && o.kill_rank < 0) return bad<Options>("--kill-after-ms/--kill-after-conns need --kill-rank");
   if (o.kill_rank >= 0 && !kill_when) o.kill_after_ms = 0;
+  if (pattern_given && !o.on_demand) return bad<Options>("--pattern is for --mode on-demand");
+  if (o.on_demand && o.into >= 0) return bad<Options>("--into is a bulk incast; --mode on-demand takes --pattern");
+  if (o.mode_given) {
+    // The runner's own choice: no eager ring (its pairs would be outside the pattern), then the
+    // mode; the environment (WIREUP_ENGINE_MODE) still wins, and engine_mode() checks it.
+    if (o.on_demand) o.overrides.insert(o.overrides.begin(), "engine.eager_ring=0");
+    o.overrides.push_back(std::string("engine.mode=") + (o.on_demand ? "on_demand" : "bulk"));
+  }
   return o;
+}
+
+Expected<bool> engine_mode(const Options& o, const std::string& configured) {
+  std::string v = configured;
+  if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
+  if (v != "bulk" && v != "on_demand") return Expected<bool>::failure("engine.mode = " + configured + ": unknown");
+  const bool od = v == "on_demand";
+  if (o.mode_given && od != o.on_demand)
+    return Expected<bool>::failure(std::string("--mode ") + (o.on_demand ? "on-demand" : "bulk") +
+                                   ", but the configuration says engine.mode = " + v +
+                                   " (WIREUP_ENGINE_MODE wins over --mode: unset it)");
+  return od;
 }
 
 }  // namespace wireup::a2a

@@ -15,10 +15,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <optional>
+#include <utility>
 
 #include "bootstrap/local_exit_watch.h"
 #include "bootstrap/pmix_death_watch.h"
 #include "wireup_a2a_driver.h"
+#include "wireup_a2a_ondemand.h"
 #include "wireup_a2a_pmix.h"
 
 namespace wireup::a2a {
@@ -26,21 +30,25 @@ namespace {
 
 using bootstrap::PmixSession;
 constexpr auto kIdleWait = std::chrono::milliseconds(20);  // as the MPI driver (its comment)
+constexpr int kDirectGetTimeoutS = 10;  // a direct-modex Get (PMIX_TIMEOUT): the peer has committed
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 std::string text_of(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
 
-// One exchange: every rank in `among` (all when empty) publishes `key`, a fence collects, and
-// each rank reads the others' records ("" stands for a rank that is not in `among`).
+// One exchange: every rank in `among` (all when empty) publishes `key`, a fence, and each
+// rank reads the others' records ("" stands for a rank that is not in `among`). `collect`:
+// the fence collects (bulk); else it is a barrier and each Get asks the peer's server (direct
+// modex): on demand no fence may collect before the addresses are read, since after one a
+// key posted later is NOT-FOUND at once (tests/bootstrap/pmix_job_check.cc).
 Expected<std::vector<std::string>> exchange(PmixSession& s, const std::string& key, const std::string& mine,
-                                            const std::vector<uint32_t>& among) {
+                                            const std::vector<uint32_t>& among, bool collect = true) {
   if (Problem p = s.put(key, bytes_of(mine)); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
   if (Problem p = s.commit(); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
-  if (Problem p = s.fence(true, among); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
+  if (Problem p = s.fence(collect, among); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
   std::vector<std::string> all(s.size());
   for (uint32_t r = 0; r < s.size(); ++r) {
     if (!among.empty() && std::find(among.begin(), among.end(), r) == among.end()) continue;
-    bootstrap::Fetched f = s.get(r, key, 0);
+    bootstrap::Fetched f = s.get(r, key, collect ? 0 : kDirectGetTimeoutS);
     if (!f.ok()) return Expected<std::vector<std::string>>::failure(f.error);
     all[r] = text_of(f.bytes);
   }
@@ -48,9 +56,10 @@ Expected<std::vector<std::string>> exchange(PmixSession& s, const std::string& k
 }
 
 // Every rank says whether its step worked ("ok" or its problem); one failure stops them all.
-bool all_ok(PmixSession& s, const std::string& step, const Problem& p, const std::vector<uint32_t>& among = {}) {
+bool all_ok(PmixSession& s, const std::string& step, const Problem& p, const std::vector<uint32_t>& among = {},
+            bool collect = true) {
   if (!p.empty()) std::fprintf(stderr, "wireup_a2a: rank %u: %s\n", s.rank(), p.c_str());
-  auto all = exchange(s, "a2a.ok." + step, p.empty() ? "ok" : p, among);
+  auto all = exchange(s, "a2a.ok." + step, p.empty() ? "ok" : p, among, collect);
   if (!all) return std::fprintf(stderr, "wireup_a2a: rank %u: %s\n", s.rank(), all.error().c_str()), false;
   for (uint32_t r = 0; r < s.size(); ++r)
     if (!(*all)[r].empty() && (*all)[r] != "ok") return false;
@@ -98,7 +107,16 @@ struct DeathWatches {
   std::unique_ptr<bootstrap::PmixDeathWatch> pmix;
   bootstrap::LocalExitWatch local;
   std::set<uint32_t> handled;
+  // On demand: peers whose address could not be read (the address callback cannot give their
+  // lanes up itself: it may run inside connect()).
+  std::vector<std::pair<uint32_t, std::string>> no_address;
   void drain(wireup::Wireup& e, uint32_t me) {
+    for (auto& [peer, why] : std::exchange(no_address, {})) {
+      size_t n = 0;
+      const Problem p = attempt([&] { n = e.fail_peer(peer, why); });
+      std::fprintf(stderr, "[a2a] rank %u: %s: gave up %zu lane(s)%s%s\n", me, why.c_str(), n, p.empty() ? "" : ": ",
+                   p.c_str());
+    }
     std::vector<bootstrap::PeerDeath> seen = local.poll();
     if (pmix) for (auto& d : pmix->take()) seen.push_back(std::move(d));
     for (const bootstrap::PeerDeath& d : seen) {
@@ -112,9 +130,24 @@ struct DeathWatches {
   }
 };
 
-// Progresses the engine (and the death watches) until every live rank is done: a rank that
-// is done joins a background fence of the live ranks; the loop ends when it completes.
-WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32_t>& live, DeathWatches& dw) {
+// On demand, the address callback: one PMIx_Get of that peer's record (direct modex, with a
+// timeout), its process watched if it runs on this node, its address given to wireup.
+void fetch_address(PmixSession& s, wireup::Wireup& e, DeathWatches& dw, uint32_t peer) {
+  bootstrap::Fetched f = s.get(peer, "wireup.address", kDirectGetTimeoutS);
+  auto rec = f.ok() ? parse_record(peer, text_of(f.bytes)) : Expected<PeerRecord>::failure(f.error);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  Problem p = rec ? Problem{} : rec.error();
+  if (p.empty() && rec->host == host) p = dw.local.add(peer, rec->pid);
+  if (p.empty()) p = attempt([&] { e.add_peer({peer, rec->address}); });
+  if (!p.empty()) dw.no_address.emplace_back(peer, "no address for rank " + std::to_string(peer) + ": " + p);
+}
+
+// Progresses the engine (and the death watches) until every live rank is done (`finished`):
+// a rank that is done joins a background fence of the live ranks; the loop ends when it
+// completes.
+WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32_t>& live, DeathWatches& dw,
+                     const std::function<bool()>& finished) {
   WireupRun out;
   const auto t0 = Clock::now();
   const auto cpu0 = cpu_seconds();
@@ -124,7 +157,7 @@ WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32
     dw.drain(e, s.rank());
     int work = 0;
     if (out.error.empty()) out.error = attempt([&] { work = e.progress(); });
-    if (!done && (!out.error.empty() || e.done())) {
+    if (!done && (!out.error.empty() || finished())) {
       done = true, out.seconds = since(t0);
       const auto cpu = cpu_seconds();
       out.user_s = cpu.first - cpu0.first, out.sys_s = cpu.second - cpu0.second;
@@ -220,6 +253,24 @@ int summarize_job(PmixSession& s, const RankReport& rep, const std::vector<uint3
   return st ? std::atoi((*st)[live.front()].c_str()) : 1;
 }
 
+// Bulk: every rank's record through one collecting fence, a Get per peer, the peer table;
+// the processes of the peers on this node watched.
+Problem bulk_addresses(PmixSession& s, wireup::Wireup& wu, DeathWatches& dw) {
+  auto records = exchange(s, "wireup.address", my_record(wu), {});
+  if (!records) return records.error();
+  std::vector<wireup::PeerAddress> peers;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  for (uint32_t r = 0; r < s.size(); ++r) {
+    auto rec = parse_record(r, (*records)[r]);
+    if (!rec) return rec.error();
+    peers.push_back({r, rec->address});
+    if (r != s.rank() && rec->host == host)
+      if (Problem p = dw.local.add(r, rec->pid); !p.empty()) return p;
+  }
+  return attempt([&] { wu.set_peers(peers); });
+}
+
 }  // namespace
 
 int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) {
@@ -242,48 +293,52 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
     if (!dead.count(r)) live.push_back(r);
 
   // --- setup: every rank's failure is reported, then all stop --------------------------------
+  // On demand no fence collects before the addresses are read (exchange() says why).
   std::unique_ptr<RdmaRank> rr;
   uint64_t key = 0;
+  bool od = false;
+  std::optional<PatternPlan> plan;
   // The device choice ranks devices by the local rank: PMIx's (the user's --set still wins).
   Options ro = o;
   ro.overrides.insert(ro.overrides.begin(), "device.local_rank=" + std::to_string(s.local_rank()));
   Problem p = attempt([&] { rr = std::make_unique<RdmaRank>(ro); });
+  if (p.empty()) p = job_shape(o, *rr, uint32_t(wn), od, plan);
   if (p.empty() && wr == 0) p = attempt([&] { key = pick_job_key(o, rr->context()); });
-  if (!all_ok(s, "context", p)) return 1;
-  auto keys = exchange(s, "a2a.job_key", std::to_string(key), {});
+  const bool collect = !od;
+  if (!all_ok(s, "context", p, {}, collect)) return 1;
+  auto keys = exchange(s, "a2a.job_key", std::to_string(key), {}, collect);
   if (!keys) return std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, keys.error().c_str()), 1;
   key = std::strtoull((*keys)[0].c_str(), nullptr, 10);
-  if (!all_ok(s, "open", attempt([&] { rr->open(uint32_t(wr), uint32_t(wn), key); }))) return 1;
+  if (!all_ok(s, "open", attempt([&] { rr->open(uint32_t(wr), uint32_t(wn), key); }), {}, collect)) return 1;
   wireup::Wireup& wu = rr->wireup();
-  // The addresses: one Put each, one Fence that collects them, a Get per peer (bulk).
-  auto records = exchange(s, "wireup.address", my_record(wu), {});
   DeathWatches dw;
-  p = records ? Problem{} : records.error();
-  std::vector<wireup::PeerAddress> peers;
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  for (uint32_t r = 0; p.empty() && r < uint32_t(wn); ++r) {
-    auto rec = parse_record(r, (*records)[r]);
-    if (!rec) p = rec.error();
-    else peers.push_back({r, rec->address});
-    if (rec && r != uint32_t(wr) && rec->host == host && p.empty()) p = dw.local.add(r, rec->pid);
+  std::unique_ptr<OnDemandRank> odr;
+  if (od) {
+    // Our own record only (Put + Commit); each peer's is read when wireup asks for it.
+    p = s.put("wireup.address", bytes_of(my_record(wu)));
+    if (p.empty()) p = s.commit();
+    if (p.empty()) p = attempt([&] { wu.on_address_needed([&](uint32_t peer) { fetch_address(s, wu, dw, peer); }); });
+    if (p.empty()) odr = std::make_unique<OnDemandRank>(wu, *plan, uint32_t(wr), rr->lanes(), dead);
+  } else {
+    p = bulk_addresses(s, wu, dw);
   }
-  if (p.empty()) p = attempt([&] { wu.set_peers(peers); });
   std::string why;
   if (p.empty() && !(dw.pmix = bootstrap::PmixDeathWatch::create(s, why))) p = why;
-  if (!all_ok(s, "peers", p)) return 1;
+  if (!all_ok(s, "peers", p, {}, collect)) return 1;
 
   // --- wireup ----------------------------------------------------------------------------
   const uint32_t lanes = rr->lanes();
-  const uint64_t planned = uint64_t(wn) * uint64_t(wn - 1) / 2 * lanes;
+  const uint64_t planned = (od ? plan->pairs() : uint64_t(wn) * uint64_t(wn - 1) / 2) * lanes;
   if (wr == 0 && !o.json)
-    std::fprintf(stderr, "[a2a] %d ranks x %u lanes = %llu connections (bootstrap pmix, %s); rank 0 on %s; %zu peer(s) "
-                 "on this node watched by pidfd\n", wn, lanes, (unsigned long long)planned, s.nspace().c_str(),
+    std::fprintf(stderr, "[a2a] %d ranks x %u lanes = %llu connections (bootstrap pmix, %s%s%s); rank 0 on %s; %zu "
+                 "peer(s) on this node watched by pidfd\n", wn, lanes, (unsigned long long)planned, s.nspace().c_str(),
+                 od ? ", on demand, pattern " : "", od ? plan->text().c_str() : "",
                  rr->context().listen_source().c_str(), dw.local.size());
   if (Problem f = s.fence(false); !f.empty()) return std::fprintf(stderr, "wireup_a2a: %s\n", f.c_str()), 1;
-  const Problem started = attempt([&] { wu.start(); });
+  Problem started = attempt([&] { wu.start(); });
+  if (started.empty() && odr) started = odr->ask_all();  // every peer of the pattern at once
   if (victim) run_victim(o, wu, wr);
-  WireupRun w = run_wireup(s, wu, live, dw);
+  WireupRun w = run_wireup(s, wu, live, dw, [&] { return odr ? odr->settled() : wu.done(); });
   if (w.error.empty()) w.error = attempt([&] { (void)wu.progress(); });  // steady events that came meanwhile
   if (!started.empty()) w.error = started;
   if (!w.error.empty()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.c_str());
@@ -294,6 +349,7 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
     rep.rank = uint32_t(wr), rep.check.problem("rank " + std::to_string(wr) + ": report: " + q), ++rep.check.errors;
   rep.user_s = w.user_s, rep.sys_s = w.sys_s;
   if (!w.error.empty()) rep.check.problem("rank " + std::to_string(wr) + ": " + w.error), ++rep.check.errors;
+  if (odr) odr->report(rep);
   if (o.verify) {
     qpn_exchange(s, wu, live, lanes, rep.check);
     if (Problem d = data_exchange(o, *rr, s, live, dead, rep.check); !d.empty())
@@ -306,8 +362,9 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
   auto walls = exchange(s, "a2a.wall", std::to_string(w.seconds), live);
   if (walls)
     for (uint32_t r : live) wall = std::max(wall, std::atof((*walls)[r].c_str()));
-  const int status = summarize_job(s, rep, live, JobInfo{uint32_t(wn), lanes, "rdma", "pmix", wall, o.verify, dead},
-                                   o.json);
+  JobInfo job{uint32_t(wn), lanes, "rdma", "pmix", wall, o.verify, dead};
+  if (od) job.on_demand = true, job.pattern = pattern_info(*plan, dead);
+  const int status = summarize_job(s, rep, live, job, o.json);
   std::fflush(nullptr);
   dw.pmix.reset();  // the handler goes before the session
   rr->close();      // disconnect (up to 2 s), then our QPs, CQ and PD

@@ -42,7 +42,14 @@ std::string serialize(const RankReport& r) {
     for (auto& [k, v] : kinds) o << "e " << peer << " " << k << " " << v << "\n";
   const CheckCounts& c = r.check;
   o << "c " << c.qpn_ok << " " << c.qpn_bad << " " << c.half_open << " " << c.send_ok << " " << c.recv_ok << " "
-    << c.data_bad << " " << c.errors << " " << (c.data_checked ? 1 : 0) << "\n";
+    << c.data_bad << " " << c.errors << " " << (c.data_checked ? 1 : 0) << " " << c.pattern_dup << " "
+    << c.pattern_extra << "\n";
+  o << "od " << r.lanes_asked << " " << r.crossed_won << " " << r.crossed_yielded << "\n";
+  if (!r.ask_to_ready.empty()) {
+    o << "a2r";
+    for (int64_t v : r.ask_to_ready) o << " " << v;
+    o << "\n";
+  }
   for (const std::string& p : c.problems) {
     std::string line = p;
     for (char& ch : line)
@@ -94,8 +101,13 @@ Expected<RankReport> deserialize(std::string_view text) {
     } else if (tag == "c") {
       CheckCounts& c = r.check;
       int checked = 0;
-      ok = bool(l >> c.qpn_ok >> c.qpn_bad >> c.half_open >> c.send_ok >> c.recv_ok >> c.data_bad >> c.errors >> checked);
+      ok = bool(l >> c.qpn_ok >> c.qpn_bad >> c.half_open >> c.send_ok >> c.recv_ok >> c.data_bad >> c.errors >> checked >>
+                c.pattern_dup >> c.pattern_extra);
       c.data_checked = checked != 0;
+    } else if (tag == "od") {
+      ok = bool(l >> r.lanes_asked >> r.crossed_won >> r.crossed_yielded);
+    } else if (tag == "a2r") {
+      for (int64_t v; l >> v;) r.ask_to_ready.push_back(v);
     } else if (tag == "p") {
       r.check.problems.push_back(line.size() > 2 ? line.substr(2) : std::string());
     } else {

@@ -54,10 +54,49 @@ std::string join_ranks(const std::set<uint32_t>& s) {
 
 bool checks_failed(const Summary& s) {
   const CheckCounts& c = s.check;
-  if (c.qpn_bad || c.half_open || c.data_bad || c.errors) return true;
+  if (c.qpn_bad || c.half_open || c.data_bad || c.errors || c.pattern_dup || c.pattern_extra) return true;
   if (!s.job.verified) return false;
   return c.qpn_ok != s.connections ||
          (c.data_checked && (c.send_ok != 2 * s.connections || c.recv_ok != 2 * s.connections));
+}
+
+PhaseStats percentiles(std::vector<int64_t>& v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return double(v[std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5))]) / 1e3; };
+  return PhaseStats{v.size(), at(0.50), at(0.99), double(v.back()) / 1e3};
+}
+
+// On demand: the pattern, what was asked and crossed, ask -> ready.
+std::string on_demand_lines(const Summary& s) {
+  const JobInfo::Pattern& p = s.job.pattern;
+  std::string o = "on demand    pattern " + p.text + ": " + std::to_string(p.pairs) + " pairs asked in the job (" +
+                  std::to_string(s.lanes_asked) + " lanes asked by the ranks), " + std::to_string(p.crossing) +
+                  " crossing pairs (asked by both ends); requests crossed on the wire: " +
+                  std::to_string(s.crossed_won) + " refused by the kept side, " + std::to_string(s.crossed_yielded) +
+                  " withdrawn\n";
+  const PhaseStats& a = s.ask_to_ready;
+  o += "ask->ready   " + std::to_string(a.n) + " lanes: p50 " + fmt("%.3f ms", a.p50_us / 1e3) + ", p99 " +
+       fmt("%.3f ms", a.p99_us / 1e3) + ", max " + fmt("%.3f ms", a.max_us / 1e3) + " (connect() to READY, by the asker)\n";
+  if (s.check.pattern_dup || s.check.pattern_extra)
+    o += "pattern      " + std::to_string(s.check.pattern_dup) + " lanes connected twice, " +
+         std::to_string(s.check.pattern_extra) + " connections nobody asked for  FAILED\n";
+  return o;
+}
+
+std::string on_demand_json(const Summary& s) {
+  const JobInfo::Pattern& p = s.job.pattern;
+  const PhaseStats& a = s.ask_to_ready;
+  std::string o = ",\"engine_mode\":" + quote(s.job.on_demand ? "on_demand" : "bulk");
+  if (!s.job.on_demand) return o;
+  o += ",\"pattern\":{\"name\":" + quote(p.text) + ",\"pairs\":" + std::to_string(p.pairs) +
+       ",\"crossing_pairs\":" + std::to_string(p.crossing) + ",\"pairs_with_dead\":" + std::to_string(p.pairs_with_dead) +
+       ",\"asked_dead\":[" + join_ranks(p.asked_dead) + "]}";
+  o += ",\"lanes_asked\":" + std::to_string(s.lanes_asked) + ",\"crossed_won\":" + std::to_string(s.crossed_won) +
+       ",\"crossed_yielded\":" + std::to_string(s.crossed_yielded);
+  o += ",\"ask_to_ready_us\":{\"n\":" + std::to_string(a.n) + ",\"p50\":" + fmt("%.1f", a.p50_us) + ",\"p99\":" +
+       fmt("%.1f", a.p99_us) + ",\"max\":" + fmt("%.1f", a.max_us) + "}";
+  return o;
 }
 
 }  // namespace
@@ -66,7 +105,12 @@ Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports) {
   Summary s;
   s.job = job;
   // --into: one pair per other rank (each knows only that rank), not every pair.
-  s.planned = (job.into >= 0 ? uint64_t(job.ranks - 1) : uint64_t(job.ranks) * (job.ranks - 1) / 2) * job.lanes;
+  // On demand: the pairs the pattern asks for.
+  s.planned = (job.on_demand     ? job.pattern.pairs
+               : job.into >= 0 ? uint64_t(job.ranks - 1)
+                               : uint64_t(job.ranks) * (job.ranks - 1) / 2) *
+              job.lanes;
+  std::vector<int64_t> a2r;
   std::set<std::string> devices;
   std::array<std::vector<int64_t>, kPhases> all;
   for (const RankReport& r : reports) {
@@ -98,19 +142,18 @@ Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports) {
     s.check.data_bad += c.data_bad;
     s.check.errors += c.errors;
     s.check.data_checked = s.check.data_checked || c.data_checked;
+    s.check.pattern_dup += c.pattern_dup;
+    s.check.pattern_extra += c.pattern_extra;
+    s.lanes_asked += r.lanes_asked, s.crossed_won += r.crossed_won, s.crossed_yielded += r.crossed_yielded;
+    a2r.insert(a2r.end(), r.ask_to_ready.begin(), r.ask_to_ready.end());
     for (const std::string& p : c.problems) s.check.problem(p);
     if (r.wireup_s >= s.slowest_rank_s) s.slowest_rank_s = r.wireup_s, s.slowest_rank = r.rank;
   }
   for (const std::string& d : devices) s.device += (s.device.empty() ? "" : ",") + d;
   s.failed = s.planned - std::min(s.planned, s.connections);
   s.conn_per_s = job.wall_s > 0 ? double(s.connections) / job.wall_s : 0;
-  for (size_t p = 0; p < all.size(); ++p) {
-    std::vector<int64_t>& v = all[p];
-    if (v.empty()) continue;
-    std::sort(v.begin(), v.end());
-    auto at = [&](double q) { return double(v[std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5))]) / 1e3; };
-    s.phases[p] = PhaseStats{v.size(), at(0.50), at(0.99), double(v.back()) / 1e3};
-  }
+  for (size_t p = 0; p < all.size(); ++p) s.phases[p] = percentiles(all[p]);
+  s.ask_to_ready = percentiles(a2r);
   return s;
 }
 
@@ -123,7 +166,8 @@ std::string human(const Summary& s) {
   std::string o;
   o += "wireup_a2a: " + std::to_string(s.job.ranks) + " ranks x " + std::to_string(s.job.lanes) + " lane" +
        (s.job.lanes == 1 ? "" : "s") + ", provider " + s.job.provider + " (" +
-       (s.job.provider == "sim" ? s.job.mode : "bootstrap " + s.job.mode) + "), device " +
+       (s.job.provider == "sim" ? s.job.mode : "bootstrap " + s.job.mode) + "), " +
+       (s.job.on_demand ? "on demand" : "bulk") + ", device " +
        (s.device.empty() ? "-" : s.device) + "\n";
   o += "connections  " + std::to_string(s.connections) + " of " + std::to_string(s.planned) + " established, " +
        std::to_string(s.failed) + " failed";
@@ -131,6 +175,7 @@ std::string human(const Summary& s) {
   o += "\n";
   o += "wall time    " + fmt("%.3f s", s.job.wall_s) + "   " + fmt("%.1f connections/s", s.conn_per_s) +
        "   (slowest rank " + std::to_string(s.slowest_rank) + fmt(": %.3f s)", s.slowest_rank_s) + "\n";
+  if (s.job.on_demand) o += on_demand_lines(s);
   if (s.user_s + s.sys_s > 0 && s.connections > 0)
     o += "cpu          " + fmt("%.3f s user + ", s.user_s) + fmt("%.3f s system", s.sys_s) +
          " in the ranks during wireup, " +
@@ -198,7 +243,9 @@ std::string to_json(const Summary& s) {
   o += ",\"check\":{\"ran\":" + std::string(s.job.verified ? "true" : "false") + ",\"qpn_ok\":" +
        std::to_string(c.qpn_ok) + ",\"qpn_bad\":" + std::to_string(c.qpn_bad) + ",\"half_open\":" +
        std::to_string(c.half_open) + ",\"send_ok\":" + std::to_string(c.send_ok) + ",\"recv_ok\":" +
-       std::to_string(c.recv_ok) + ",\"data_bad\":" + std::to_string(c.data_bad) + ",\"errors\":" + std::to_string(c.errors) + "}";
+       std::to_string(c.recv_ok) + ",\"data_bad\":" + std::to_string(c.data_bad) + ",\"errors\":" + std::to_string(c.errors) +
+       ",\"pattern_dup\":" + std::to_string(c.pattern_dup) + ",\"pattern_extra\":" + std::to_string(c.pattern_extra) + "}";
+  o += on_demand_json(s);
   o += ",\"phases_us\":{";
   bool first = true;
   for (size_t p = 0; p < s.phases.size(); ++p) {
