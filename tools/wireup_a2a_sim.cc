@@ -3,10 +3,12 @@
 // projection of the job on the modelled hardware, not a measurement of this machine.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <unordered_map>
 
 #include "provider/sim/fabric.h"
 #include "testsupport/sim_drive.h"
+#include "wireup_a2a_pattern.h"
 #include "wireup_a2a_sim.h"
 
 namespace wireup::a2a {
@@ -30,7 +32,48 @@ uint64_t key_from(uint64_t seed) {  // splitmix64: a fixed, non-zero key per see
 
 struct SimRank {
   RankEngine re;
+  std::unique_ptr<LaneLedger> ledger;  // on demand
 };
+
+// On demand: every rank's lane events feed its ledger (virtual time), its address callback
+// answers from the table (as a bootstrap would, one peer at a time), and right after start
+// each rank asks for its pattern's peers at once.
+Status ask_on_demand(std::vector<SimRank>& ranks, const std::vector<Peer>& table, const PatternPlan& plan,
+                     prov::sim::SimFabric& fab, uint32_t lanes, const std::set<uint32_t>& dead) {
+  for (uint32_t r = 0; r < ranks.size(); ++r) {
+    SimRank& sr = ranks[r];
+    sr.ledger = std::make_unique<LaneLedger>(plan, r, lanes, dead);
+    LaneLedger* l = sr.ledger.get();
+    Engine* e = sr.re.engine.get();
+    e->on_lane_event([l, &fab](const LaneEvent& ev) {
+      if (ev.kind == LaneEvent::Kind::ready) l->ready(ev.peer, ev.lane, fab.now().count());
+      else if (ev.kind == LaneEvent::Kind::failed) l->failed(ev.peer, ev.lane);
+    });
+    e->on_address_needed([e, &table](uint32_t peer) { (void)e->add_peer(table[peer]); });
+  }
+  for (uint32_t r = 0; r < ranks.size(); ++r) {
+    WIREUP_TRY(ranks[r].re.engine->start());
+    for (uint32_t q : ranks[r].ledger->asks()) {
+      ranks[r].ledger->asked(q, fab.now().count());
+      WIREUP_TRY(ranks[r].re.engine->connect(q));
+    }
+  }
+  return Status::ok();
+}
+
+// The ledger's part of rank r's report: asks, ask -> ready, crossings, the pattern check.
+void report_on_demand(const SimRank& sr, RankReport& rep) {
+  const LaneLedger& l = *sr.ledger;
+  const Engine& e = *sr.re.engine;
+  rep.lanes_asked = l.lanes_asked();
+  rep.ask_to_ready = l.ask_to_ready();
+  rep.crossed_won = e.stats()[Counter::crossed_won];
+  rep.crossed_yielded = e.stats()[Counter::crossed_yielded];
+  std::vector<std::pair<uint32_t, uint32_t>> held;
+  for (const ConnResult& c : e.results())
+    if (!c.withdrawn) held.emplace_back(c.peer, c.lane);
+  l.check(held, rep.check);
+}
 
 // When a rank was done, in virtual time: its last connection, if none failed. A failed pair is
 // settled at a retry's end or the wireup deadline, which nothing records: such a rank is taken
@@ -101,6 +144,16 @@ int run_sim(const Options& o) {
   if (o.kill_after_conns > 0)
     return std::fprintf(stderr, "wireup_a2a: --kill-after-conns is for mpirun; on sim, a node dies at a time: --kill-after-ms\n"), 2;
 
+  auto od = engine_mode(o, s.engine.mode == config::EngineMode::on_demand ? "on_demand" : "bulk");
+  if (!od) return std::fprintf(stderr, "wireup_a2a: %s\n", od.error().c_str()), 2;
+  std::optional<PatternPlan> plan;
+  if (*od) {
+    auto pattern = parse_pattern(o.pattern);
+    auto p = pattern ? PatternPlan::make(*pattern, n, o.sim_seed) : Expected<PatternPlan>::failure(pattern.error());
+    if (!p) return std::fprintf(stderr, "wireup_a2a: %s\n", p.error().c_str()), 2;
+    plan = std::move(*p);
+  }
+
   prov::sim::SimConfig sc;
   sc.seed = o.sim_seed;
   sc.latency = model(o.sim_latency);
@@ -117,26 +170,33 @@ int run_sim(const Options& o) {
     ranks[r].re = std::move(e).value();
     table.push_back(Peer{r, ranks[r].re.engine->local_address()});
   }
-  const uint64_t planned = uint64_t(n) * (n - 1) / 2 * lanes;
-  for (uint32_t r = 0; r < n; ++r) {
+  const uint64_t planned = (plan ? plan->pairs() : uint64_t(n) * (n - 1) / 2) * lanes;
+  std::set<uint32_t> dead;
+  if (o.kill_rank >= 0) dead.insert(uint32_t(o.kill_rank));
+  const Nanos t0 = fab.now();
+  for (uint32_t r = 0; r < n && !plan; ++r) {
     Status st = ranks[r].re.engine->set_peers(table);
     if (st) st = ranks[r].re.engine->start();
     if (!st) return std::fprintf(stderr, "wireup_a2a: rank %u: %s\n", r, st.message().c_str()), 1;
   }
-  std::set<uint32_t> dead;
-  if (o.kill_rank >= 0) dead.insert(uint32_t(o.kill_rank));
-  const Nanos t0 = fab.now();
+  if (plan)
+    if (Status st = ask_on_demand(ranks, table, *plan, fab, lanes, dead); !st)
+      return std::fprintf(stderr, "wireup_a2a: %s\n", st.message().c_str()), 1;
   if (!o.json)
-    std::fprintf(stderr, "[a2a] sim: %u ranks x %u lanes = %llu connections, latency model %s\n", n, lanes,
-                 (unsigned long long)planned, o.sim_latency.c_str());
+    std::fprintf(stderr, "[a2a] sim: %u ranks x %u lanes = %llu connections%s%s, latency model %s\n", n, lanes,
+                 (unsigned long long)planned, plan ? ", on demand, pattern " : "", plan ? plan->text().c_str() : "",
+                 o.sim_latency.c_str());
 
   // --- the event loop: only engines with a ready channel or a due timer are progressed ------
   std::vector<Engine*> engines;
   for (SimRank& sr : ranks) engines.push_back(sr.re.engine.get());
   const Nanos bound = s.engine.wireup_timeout + std::chrono::seconds(60);
   SimDriveReport total;
+  SimDriveOptions so;
+  if (plan) so.finished = [&ranks](uint32_t r, const Engine&) { return ranks[r].ledger->settled(); };
   auto drive = [&](Nanos for_at_most) -> Status {
-    auto d = sim_drive(fab, engines, for_at_most);
+    so.bound = for_at_most;
+    auto d = sim_drive(fab, engines, so);
     if (!d) return d.error();
     total.progress_calls += d->progress_calls, total.fabric_steps += d->fabric_steps, total.wall_s += d->wall_s;
     total.virtual_end = d->virtual_end;
@@ -168,9 +228,11 @@ int run_sim(const Options& o) {
     wall = std::max(wall, secs);
     reports.push_back(make_report(r, ranks[r].re, secs, dead));
     reports.back().check = checks[r];
+    if (plan) report_on_demand(ranks[r], reports.back());
   }
   JobInfo job{n, lanes, "sim", "sim, latency model " + o.sim_latency + ", seed " + std::to_string(o.sim_seed), wall,
               o.verify, dead};
+  if (plan) job.on_demand = true, job.pattern = pattern_info(*plan, dead);
   Summary sum = summarize(job, reports);
   print_summary(sum, o.json);
   if (!o.json)

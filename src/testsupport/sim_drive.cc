@@ -45,7 +45,10 @@ Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, std::vector<Engine*>
       dirty.push_back(r);
     }
   };
-  auto finished = [&](const Engine& e) { return e.done() && !(o.until_setup_closed && e.setup_channel_open()); };
+  auto finished = [&](uint32_t r, const Engine& e) {
+    if (o.finished) return o.finished(r, e);
+    return e.done() && !(o.until_setup_closed && e.setup_channel_open());
+  };
   SimDriveReport rep;
   while (remaining > 0) {
     if (intervention_due && fab.now() >= o.at) {
@@ -66,7 +69,7 @@ Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, std::vector<Engine*>
       auto w = e.progress();
       if (!w) return Error(w.error()).with_peer("rank " + std::to_string(r));
       ++rep.progress_calls;
-      if (!done[r] && finished(e)) {
+      if (!done[r] && finished(r, e)) {
         done[r] = 1;
         --remaining;
       }

@@ -32,6 +32,10 @@ struct SimDriveOptions {
   // it may set entries of the engine table to nullptr (that rank is no longer driven).
   Nanos at = Nanos::max();
   std::function<void(std::vector<Engine*>&)> intervene;
+  // When rank r counts as done, instead of done(): on demand a rank whose own asks are
+  // settled may still have to answer the requests of others (wireup_a2a's lane ledger).
+  // Checked after each of its progress() calls; once true it stays done.
+  std::function<bool(uint32_t rank, const Engine&)> finished;
 };
 
 // engines[i] runs on node i of `fab`; nullptr = no engine there (a dead process). Runs until

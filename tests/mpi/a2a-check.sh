@@ -3,9 +3,14 @@
 #
 #   a2a-check.sh --a2a BIN --np N --lanes L [--scenario all|ece|kill] [--timeout S]
 #                [--host H1:SLOTS,H2:SLOTS] [--set KEY=VALUE]... [--bootstrap pmix|mpi]
+#                [--mode bulk|on-demand] [--pattern all|ring:K|random:K]
 # --host: mpirun's --host (ranks by slot: the first SLOTS ranks on H1...), e.g. the two-node
 # pair's "10.0.1.1:2,10.0.1.2:2"; --set: passed to every rank (wireup_a2a --set);
 # --bootstrap: wireup_a2a --bootstrap, and the summary must say that one ran (default: mpi).
+# --mode/--pattern: wireup_a2a's; the summary must say that mode ran. On demand the planned
+# pairs are the pattern's: every one connected exactly once per lane, no other pair, each asked
+# lane's ask-to-ready measured, and (random:K) crossing pairs > 0 (printed with those that
+# crossed on the wire).
 #
 # Scenarios (the "odd" rank is the last one, N-1):
 #   all   every planned connection is established, its QPNs cross-check and a SEND goes both ways
@@ -18,7 +23,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600 HOSTS="" SETS=() BOOTSTRAP=mpi
+A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600 HOSTS="" SETS=() BOOTSTRAP=mpi MODE="" PATTERN="" 
 while (($#)); do
   case "$1" in
     --a2a) A2A=$2; shift 2 ;;
@@ -29,6 +34,8 @@ while (($#)); do
     --host) HOSTS=$2; shift 2 ;;
     --set) SETS+=(--set "$2"); shift 2 ;;
     --bootstrap) BOOTSTRAP=$2; shift 2 ;;
+    --mode) MODE=$2; shift 2 ;;
+    --pattern) PATTERN=$2; shift 2 ;;
     *) echo "a2a-check: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -38,7 +45,14 @@ for t in mpirun jq timeout; do command -v $t >/dev/null || { echo "a2a-check: '$
 
 ODD=$((NP - 1))
 [[ $BOOTSTRAP == mpi || $BOOTSTRAP == pmix ]] || { echo "a2a-check: --bootstrap wants mpi or pmix" >&2; exit 2; }
+[[ -z $MODE || $MODE == bulk || $MODE == on-demand ]] || { echo "a2a-check: --mode wants bulk or on-demand" >&2; exit 2; }
+[[ -z $PATTERN || $MODE == on-demand ]] || { echo "a2a-check: --pattern needs --mode on-demand" >&2; exit 2; }
+[[ $SCENARIO == ece && $MODE == on-demand ]] && { echo "a2a-check: the ece scenario is bulk only" >&2; exit 2; }
 COMMON=(--config "$HERE/vm.toml" --lanes "$LANES" --json --no-progress --bootstrap "$BOOTSTRAP" "${SETS[@]}")
+[ -z "$MODE" ] || COMMON+=(--mode "$MODE")
+[ -z "$PATTERN" ] || COMMON+=(--pattern "$PATTERN")
+OD=0
+[[ $MODE == on-demand ]] && OD=1
 MPI=(mpirun --oversubscribe)
 [ -z "$HOSTS" ] || MPI+=(--host "$HOSTS")
 case "$SCENARIO" in
@@ -87,7 +101,21 @@ expect() {  # expect JQ_EXPR MESSAGE: the expression must be true of the summary
   fi
 }
 PAIRS=$((NP * (NP - 1) / 2))
-expect ".ranks == $NP and .lanes == $LANES and .planned == $((PAIRS * LANES))" "the job has the shape asked for"
+if ((OD)); then
+  expect ".ranks == $NP and .lanes == $LANES and .engine_mode == \"on_demand\" and .pattern.name == \"${PATTERN:-all}\"" \
+    "the job has the shape asked for, on demand"
+  expect '.planned == .pattern.pairs * $lanes and .pattern.pairs > 0' "the planned connections are the pattern's pairs"
+  expect '.check.pattern_dup == 0 and .check.pattern_extra == 0' \
+    "no lane connected twice on a rank, no connection between ranks neither of which asked"
+  jq -r '"a2a-check: on demand, pattern \(.pattern.name): \(.pattern.pairs) pairs asked in the job, \(.lanes_asked) lanes asked by the ranks, \(.connections) connections, \(.pattern.crossing_pairs) crossing pairs (\(.crossed_won) requests refused by the kept side, \(.crossed_yielded) withdrawn); ask-to-ready p50 \(.ask_to_ready_us.p50 / 100 | round / 10) ms, p99 \(.ask_to_ready_us.p99 / 100 | round / 10) ms over \(.ask_to_ready_us.n) lanes"' "$OUT"
+  if [[ ${PATTERN:-all} == random:* ]]; then
+    expect '.pattern.crossing_pairs > 0' \
+      "the random pattern has crossing pairs (none drawn with this seed: pick another --seed)"
+  fi
+else
+  expect ".ranks == $NP and .lanes == $LANES and .planned == $((PAIRS * LANES))" "the job has the shape asked for"
+  [ -z "$MODE" ] || expect '.engine_mode == "bulk"' "the summary says bulk mode ran"
+fi
 expect '.provider == "rdma" and (.device | length) > 0' "the rdma provider ran on a device"
 expect ".bootstrap == \"$BOOTSTRAP\"" "the $BOOTSTRAP bootstrap ran"
 expect '.check.ran and .check.qpn_bad == 0 and .check.half_open == 0 and .check.data_bad == 0 and .check.errors == 0' \
@@ -99,6 +127,7 @@ case "$SCENARIO" in
   all)
     [ "$rc" = 0 ] || { echo "a2a-check: FAILED: exit status $rc, expected 0"; fails=$((fails + 1)); }
     expect '.connections == .planned and .failed == 0' "every planned connection is established"
+    ((OD)) && expect '.ask_to_ready_us.n == .lanes_asked' "every lane a rank asked for came READY, timed from its connect()"
     ;;
   ece)
     [ "$rc" = 3 ] || { echo "a2a-check: FAILED: exit status $rc, expected 3 (some connections failed)"; fails=$((fails + 1)); }
@@ -121,19 +150,32 @@ case "$SCENARIO" in
     grep -q "rank $ODD: _exit() mid-wireup" "$ERR" ||
       { echo "a2a-check: FAILED: rank $ODD did not die mid-wireup"; fails=$((fails + 1)); }
     expect '.dead_ranks == [$odd]' "the summary names the killed rank"
-    expect '.connections == (($np - 1) * ($np - 2) / 2) * $lanes' "every connection among the survivors stands"
-    expect '[.failed_peers[] | select(.rank == $odd) | .reported_by] == [[range(0; $odd)]]' \
-      "every survivor reports the dead rank"
-    expect '[.failed_peers[] | select(.rank == $odd) | .lanes] == [$odd * $lanes]' \
-      "each survivor reports every lane of the dead rank: failed, or disconnected/lost after wireup"
+    if ((OD)); then
+      # Only the survivors that asked the victim have lanes pending to it; whatever it asked
+      # of the others may or may not have left before it died (then lost or disconnected).
+      expect '.pattern.asked_dead | length > 0' "some survivor asks the victim (else pick another --seed)"
+      expect '.connections == (.pattern.pairs - .pattern.pairs_with_dead) * $lanes' \
+        "every asked pair among the survivors stands"
+      expect '.pattern.asked_dead - ([.failed_peers[] | select(.rank == $odd) | .reported_by[]]) == []' \
+        "every survivor that asked the victim reports it"
+    else
+      expect '.connections == (($np - 1) * ($np - 2) / 2) * $lanes' "every connection among the survivors stands"
+      expect '[.failed_peers[] | select(.rank == $odd) | .reported_by] == [[range(0; $odd)]]' \
+        "every survivor reports the dead rank"
+      expect '[.failed_peers[] | select(.rank == $odd) | .lanes] == [$odd * $lanes]' \
+        "each survivor reports every lane of the dead rank: failed, or disconnected/lost after wireup"
+    fi
     expect '[.failed_peers[] | .rank] == [$odd]' "no survivor reports another survivor"
     if [[ $BOOTSTRAP == pmix ]]; then
       # Death -> given up: the victim's _exit() time against each survivor's "seen at" (same
       # node, CLOCK_REALTIME); the engine gives the lanes up in the same step.
       died=$(sed -n "s/.*rank $ODD: _exit() mid-wireup.* at \([0-9.]*\)$/\1/p" "$ERR" | head -n 1)
       seen=$(grep -c "rank $ODD died (.*), seen at" "$ERR" || true)
-      if [[ -z $died || $seen != "$ODD" ]]; then
-        echo "a2a-check: FAILED: want the victim's exit time and $ODD survivors' death notices, got '${died}' and $seen"
+      # On demand the survivors that asked the victim watch it (they read its record).
+      want=$ODD
+      ((OD)) && want=$(jq '.pattern.asked_dead | length' "$OUT")
+      if [[ -z $died || $seen != "$want" ]]; then
+        echo "a2a-check: FAILED: want the victim's exit time and $want survivors' death notices, got '${died}' and $seen"
         fails=$((fails + 1))
       else
         worst=$(sed -n "s/.*rank $ODD died (.*), seen at \([0-9.]*\): gave up \([0-9]*\).*/\1 \2/p" "$ERR" |
@@ -149,4 +191,4 @@ if ((fails)); then
   tail -n 20 "$ERR"
   exit 1
 fi
-echo "a2a-check: ok ($SCENARIO, np $NP, lanes $LANES)"
+echo "a2a-check: ok ($SCENARIO, np $NP, lanes $LANES${MODE:+, $MODE}${PATTERN:+ $PATTERN})"
