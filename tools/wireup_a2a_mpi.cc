@@ -238,7 +238,10 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   bool od = false;
   std::optional<PatternPlan> plan;
   if (!all_ok(MPI_COMM_WORLD, wr, job_shape(o, *rr, uint32_t(wn), od, plan))) return MPI_Finalize(), 1;
-  if (od && o.into >= 0) return MPI_Finalize(), 2;  // parse_options refuses it; a config mode could not
+  if (od && o.into >= 0) {  // parse_options refuses --mode on-demand --into; the environment's mode reaches here
+    if (wr == 0) std::fprintf(stderr, "wireup_a2a: --into is a bulk incast, and engine.mode is on_demand\n");
+    return MPI_Finalize(), 2;
+  }
   uint64_t key = 0;
   if (!all_ok(MPI_COMM_WORLD, wr, wr == 0 ? attempt([&] { key = pick_job_key(o, rr->context()); }) : Problem{}))
     return MPI_Finalize(), 1;
