@@ -93,5 +93,45 @@ TEST(OnDemandSim, AnAskWhosePeerNeverAnswersTimesOutAloneAtItsOwnDeadline) {
   EXPECT_TRUE(a.done());
 }
 
+TEST(OnDemandSim, AnAddressNeverGivenTimesOutAndIsAskedForAgain) {
+  SimEngineFabric f(2, {});
+  std::vector<int64_t> live(2, 0);
+  std::vector<uint64_t> made(2, 0);
+  Job job;
+  for (uint32_t i = 0; i < 2; ++i) {
+    EngineOptions o = engine_defaults();
+    o.rank = i;
+    o.nranks = 2;
+    o.lanes = 1;
+    o.job_key = 0x77;
+    o.listen_addr = f.address(i);
+    o.on_demand = true;
+    o.wireup_timeout = 2s;
+    Rank r;
+    r.factory = std::make_unique<qp::DefaultQpFactory>(prov::QpCaps{8, 8, 1, 1, 0}, 64);
+    auto e = Engine::create(f.provider(i), o, counted(r.factory->hook(), live[i], made[i]));
+    ASSERT_TRUE(e) << e.error().message();
+    r.engine = std::move(e).value();
+    ASSERT_TRUE(r.engine->start());
+    job.ranks.push_back(std::move(r));
+  }
+  Engine& a = *job.ranks[0].engine;
+  const Peer b{1, job.ranks[1].engine->local_address()};
+  uint32_t asked = 0;
+  a.on_address_needed([&](uint32_t) { ++asked; });  // the first answer never comes
+  ASSERT_TRUE(a.connect(1));
+  ASSERT_TRUE(settle(f, job, [&] { return a.lane_state(1, 0) == LaneState::failed; }, 10s));
+  ASSERT_EQ(a.errors().size(), 1u);
+  EXPECT_NE(a.errors()[0].describe().find("no address for the peer"), std::string::npos) << a.errors()[0].describe();
+  EXPECT_EQ(made[0], 0u) << "no QP without an address";
+  a.on_address_needed([&](uint32_t peer) {
+    ++asked;
+    EXPECT_TRUE(a.add_peer(peer == 1 ? b : Peer{}));  // answered from inside the callback
+  });
+  ASSERT_TRUE(a.connect(1));
+  EXPECT_EQ(asked, 2u) << "a second ask after the first went unanswered";
+  ASSERT_TRUE(settle(f, job, [&] { return a.lane_state(1, 0) == LaneState::ready; }, 10s));
+}
+
 }  // namespace
 }  // namespace wireup::etest
