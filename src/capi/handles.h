@@ -105,6 +105,7 @@ void hand_over_new_results(wireup_t* w);
 // The engine's lane and address callbacks, routed to the handle's (on_demand.cc); and the lane
 // events of the last progress(), delivered after its hand-over.
 void watch_lanes(wireup_t* w);
+void close_lanes(wireup_t* w);
 void deliver_lanes(wireup_t* w);
 
 // Re-arms the poller after the engine's fds or timers may have changed.

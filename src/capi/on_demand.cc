@@ -3,7 +3,8 @@
 //
 // The engine's lane events come at the end of its progress(), before the C API hands that
 // call's results over; they wait in the handle until then (deliver_lanes), so that a READY
-// names the hand-over table's index and the QP is the transport's when the callback runs.
+// names the hand-over table's index and the QP is the transport's when the callback runs;
+// the closed lanes among them are noted before that hand-over (close_lanes).
 #include "capi/handles.h"
 
 using namespace wireup;
@@ -48,6 +49,13 @@ void watch_lanes(wireup_t* w) {
   });
 }
 
+void close_lanes(wireup_t* w) {
+  // Before the hand-over of the same call: a lane closed and connected again within one
+  // progress() must have its old entry closed before the new connection is taken.
+  for (const LaneEvent& e : w->lanes_pending)
+    if (e.kind == LaneEvent::Kind::closed) w->handed.close_lane(e.peer, e.lane);
+}
+
 void deliver_lanes(wireup_t* w) {
   if (w->lanes_pending.empty()) return;
   std::vector<LaneEvent> now;
@@ -67,8 +75,7 @@ void deliver_lanes(wireup_t* w) {
         ev.type = WIREUP_LANE_EVENT_FAILED;
         break;
       case LaneEvent::Kind::closed:
-        ev.type = WIREUP_LANE_EVENT_CLOSED;
-        w->handed.close_lane(e.peer, e.lane);
+        ev.type = WIREUP_LANE_EVENT_CLOSED;  // close_lanes() did the bookkeeping
         break;
     }
     if (w->lane_fn) w->lane_fn(w->lane_arg, &ev);

@@ -40,6 +40,7 @@ wireup_status_t wireup_progress(wireup_t* w, int* work_done) {
   return guarded(fn, &w->last_error, [&] {
     if (!w->started) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_start() has not been called");
     Result<int> work = w->engine->progress();
+    capi::close_lanes(w);            // lanes closed in this call are not held any more
     capi::hand_over_new_results(w);  // before anything else can take a connected QP back
     capi::deliver_lanes(w);          // after it: a READY's QP is the transport's
     capi::refresh_poller(w);
@@ -89,6 +90,7 @@ int wireup_done(const wireup_t* w) {
 void wireup_destroy(wireup_t* w) {
   if (w == nullptr) return;
   guarded("wireup_destroy", &w->last_error, [&] {
+    capi::close_lanes(w);
     capi::hand_over_new_results(w);  // what connected in the last call too: close() releases only the rest
     w->engine->on_steady_event(nullptr);  // the transport may be tearing its callback state down
     w->engine->on_device_report(nullptr);

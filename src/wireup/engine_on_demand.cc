@@ -66,6 +66,9 @@ Status Engine::connect(uint32_t peer) {
   size_t asked = 0;
   for (uint32_t lane = 0; lane < opt().lanes; ++lane) {
     Pair* have = pairs_.find(peer, lane);
+    // A lane reported lost after hand-over (engine_repair.cc) is established but over: closed
+    // first, then asked again like an idle one.
+    if (have && have->state() == PairState::established && have->as<Established>()->disconnected) close_lane(*have);
     const PairState s = have ? have->state() : PairState::idle;
     if (s != PairState::idle && s != PairState::failed) continue;  // asked for already, or ready
     Pair& p = lane_for(peer, lane, cm::Role::active);
