@@ -28,6 +28,10 @@ struct SimDriveOptions {
   // Also wait out each engine's RTU linger (done() and the setup channel closed), as a job
   // whose ranks keep progressing after wireup does.
   bool until_setup_closed = false;
+  // Also required before rank r counts as finished: an on-demand engine is done() whenever
+  // nothing is open, e.g. before the requests it will accept have come, so the caller says
+  // what it waits for (say, every lane it expects ready). Unset: done() alone.
+  std::function<bool(uint32_t rank)> settled;
   // A scripted intervention (a process dying, say) when the clock reaches `at`: called once;
   // it may set entries of the engine table to nullptr (that rank is no longer driven).
   Nanos at = Nanos::max();
