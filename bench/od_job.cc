@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "live_heap.h"
+#include "massif_mark.h"
 #include "provider/sim/fabric.h"
 #include "provider/sim/mesh.h"
 #include "qp/factory.h"
@@ -173,6 +174,7 @@ JobReport run_job(const JobSpec& spec) {
   auto rep = sim_drive(fab, drive, d);
   out.drive_cpu_s = cpu_s() - c0;
   out.heap_bytes = live_heap_bytes() - heap0;
+  massif_snapshot();  // every lane ready, nothing torn down yet
   if (!rep) {
     out.problem = "sim_drive: " + rep.error().message();
     return out;
@@ -182,6 +184,8 @@ JobReport run_job(const JobSpec& spec) {
   out.backlog_drops = sim.backlog_drops;
   out.backlog_peak = sim.backlog_peak;
   out.req_retransmits = sim.req_retransmits;
+  out.ids_alive = sim.ids_alive;
+  out.qps_alive = sim.qps_alive;
 
   std::vector<Endpoint> ends;
   ends.reserve(out.expected_pairs * 2);
@@ -214,6 +218,10 @@ JobReport run_job(const JobSpec& spec) {
   if (out.problem.empty()) out.problem = check_endpoints(ends, ranks);
   if (out.problem.empty() && out.pairs != out.expected_pairs)
     out.problem = std::to_string(out.pairs) + " pairs connected, " + std::to_string(out.expected_pairs) + " asked for";
+  // Every QP and id is a connection's or a listener's: a crossing's loser gave its own back.
+  if (out.problem.empty() && (out.qps_alive != 2 * out.pairs || out.ids_alive != 2 * out.pairs + n))
+    out.problem = std::to_string(out.qps_alive) + " QPs and " + std::to_string(out.ids_alive) + " ids alive for " +
+                  std::to_string(out.pairs) + " connections and " + std::to_string(n) + " listeners";
   if (out.problem.empty() && out.ask_to_ready.size() != out.asks)
     out.problem = std::to_string(out.ask_to_ready.size()) + " asks ready, " + std::to_string(out.asks) + " made";
   return out;
