@@ -186,6 +186,7 @@ JobReport run_job(const JobSpec& spec) {
   out.req_retransmits = sim.req_retransmits;
   out.ids_alive = sim.ids_alive;
   out.qps_alive = sim.qps_alive;
+  out.cm_events = sim.cm_events_delivered;
 
   std::vector<Endpoint> ends;
   ends.reserve(out.expected_pairs * 2);

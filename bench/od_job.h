@@ -40,6 +40,7 @@ struct JobReport {
   double drive_cpu_s = 0;        // process CPU of the drive: every engine and the simulated fabric
   uint64_t backlog_drops = 0, backlog_peak = 0, req_retransmits = 0;
   uint64_t ids_alive = 0, qps_alive = 0;  // the fabric's, once every rank is finished
+  uint64_t cm_events = 0;                 // rdma_cm events delivered, every rank
   uint64_t crossed_won = 0, crossed_yielded = 0, retries = 0;
   std::string problem;           // empty when every check passed
 };

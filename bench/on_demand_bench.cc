@@ -61,6 +61,7 @@ void report(benchmark::State& state, const JobSpec& spec, const JobReport& r, in
   c["crossed_won"] = double(r.crossed_won);
   c["crossed_yielded"] = double(r.crossed_yielded);
   c["retries"] = double(r.retries);
+  c["cm_events_per_rank"] = double(r.cm_events) / n;  // each costs cpu_per_event on the model
   c["ids_alive_per_rank"] = double(r.ids_alive) / n;  // listener + one per connection expected
   c["qps_alive_per_rank"] = double(r.qps_alive) / n;
   c["cpu_us_per_ask"] = r.drive_cpu_s / double(r.asks) * 1e6;  // both ends and the fabric
