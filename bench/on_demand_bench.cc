@@ -92,7 +92,8 @@ void BM_StencilOnDemand(benchmark::State& state) {
   report(state, spec, rep, mesh);
 }
 BENCHMARK(BM_StencilOnDemand)->Args({4, 4, 4, 1})->Args({8, 16, 16, 1})->Args({16, 32, 32, 1})
-    ->Args({4, 4, 4, 0})->Args({8, 16, 16, 0})->Args({16, 32, 32, 0})->ArgNames({"x", "y", "z", "both"})->Unit(benchmark::kMillisecond)->Iterations(1);
+    ->Args({4, 4, 4, 0})->Args({8, 16, 16, 0})->Args({16, 32, 32, 0})->ArgNames({"x", "y", "z", "both"})
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_EagerAllToAll(benchmark::State& state) {
   JobSpec spec;
