@@ -248,7 +248,7 @@ typedef struct wireup_peer {
 wireup_status_t wireup_set_peers(wireup_t* w, const wireup_peer_t* peers, size_t n);
 
 /* wireup_start -- begin connecting. Errors: WIREUP_ERR_INVALID_STATE if called twice or
- * before wireup_set_peers(). */
+ * before wireup_set_peers() (on demand the table is optional: wireup_on_demand.h). */
 wireup_status_t wireup_start(wireup_t* w);
 
 /*
@@ -274,8 +274,8 @@ int wireup_fd(const wireup_t* w);
  * but the wireup deadline). A timeout is not an error. */
 wireup_status_t wireup_wait(wireup_t* w, int timeout_ms);
 
-/* 1 when every planned (peer, lane) is connected or given up on, 0 while wireup goes on
- * (or before wireup_start), -1 if w is NULL. */
+/* 1 when every planned (peer, lane) is connected or given up on (on demand: every lane asked
+ * for so far), 0 while wireup goes on (or before wireup_start), -1 if w is NULL. */
 int wireup_done(const wireup_t* w);
 
 /* wireup_fail_peer -- the transport learnt out of band that rank `peer` is dead (its launcher
@@ -348,6 +348,9 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
 
 /* Counters, tallies and per-phase timings: wireup_stats.h (included here). */
 #include "wireup/wireup_stats.h"
+
+/* Connecting on demand (wireup_connect, the address and lane callbacks): wireup_on_demand.h. */
+#include "wireup/wireup_on_demand.h"
 
 /* The last failure of a call on `w` (or of this thread, for NULL); "" if none. */
 const char* wireup_last_error(const wireup_t* w);

@@ -118,6 +118,9 @@ using QpRequest = wireup_qp_request_t;
 using QpFactory = std::function<struct ibv_qp*(const QpRequest&)>;
 using QpRelease = std::function<void(const QpRequest&, struct ibv_qp*)>;
 using EventHandler = std::function<void(const wireup_event_t&)>;
+using LaneHandler = std::function<void(const wireup_lane_event_t&)>;
+// Asked for a peer whose address the handle lacks: answer with Wireup::add_peer, now or later.
+using AddressHandler = std::function<void(uint32_t peer)>;
 
 struct PeerAddress {
   uint32_t rank = 0;
@@ -181,6 +184,24 @@ class Wireup {
     return n;
   }
 
+  // On demand (wireup_on_demand.h).
+  void connect(uint32_t peer) { detail::check(wireup_connect(w_, peer), w_); }
+  void disconnect(uint32_t peer) { detail::check(wireup_disconnect(w_, peer), w_); }
+  void add_peer(const PeerAddress& p) {
+    const wireup_peer_t c{p.rank, p.address.data(), p.address.size()};
+    detail::check(wireup_add_peer(w_, &c), w_);
+  }
+  wireup_lane_state_t lane_state(uint32_t peer, uint32_t lane) const { return wireup_lane_state(w_, peer, lane); }
+  // Lane events (READY, FAILED, CLOSED), delivered from progress(); nullptr stops them.
+  void on_lane_event(LaneHandler h) {
+    cb_->lane = std::move(h);
+    detail::check(wireup_on_lane_event(w_, cb_->lane ? &Wireup::lane_tramp : nullptr, cb_.get()), w_);
+  }
+  void on_address_needed(AddressHandler h) {
+    cb_->address = std::move(h);
+    detail::check(wireup_on_address_needed(w_, cb_->address ? &Wireup::address_tramp : nullptr, cb_.get()), w_);
+  }
+
   size_t result_count() const { return wireup_result_count(w_); }
   std::vector<wireup_result_t> results() const {
     std::vector<wireup_result_t> v(wireup_result_count(w_));
@@ -242,6 +263,8 @@ class Wireup {
     QpFactory factory;
     QpRelease release;
     EventHandler event;
+    LaneHandler lane;
+    AddressHandler address;
     std::exception_ptr pending;  // thrown by a callback, rethrown by progress()
   };
   static int create_tramp(void* arg, const wireup_qp_request_t* req, struct ibv_qp** out) {
@@ -269,6 +292,25 @@ class Wireup {
     auto* cb = static_cast<Callbacks*>(arg);
     try {
       cb->event(*ev);
+    } catch (...) {
+      if (!cb->pending) cb->pending = std::current_exception();
+    }
+  }
+
+  static void lane_tramp(void* arg, const wireup_lane_event_t* ev) {
+    auto* cb = static_cast<Callbacks*>(arg);
+    try {
+      cb->lane(*ev);
+    } catch (...) {
+      if (!cb->pending) cb->pending = std::current_exception();
+    }
+  }
+  // Called from connect() too (not only from progress()): what it throws is rethrown by the
+  // next progress().
+  static void address_tramp(void* arg, uint32_t peer) {
+    auto* cb = static_cast<Callbacks*>(arg);
+    try {
+      cb->address(peer);
     } catch (...) {
       if (!cb->pending) cb->pending = std::current_exception();
     }

@@ -1,5 +1,6 @@
 #include "capi/handed_over.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/log.h"
@@ -34,7 +35,26 @@ size_t HandedOver::take_new(const std::vector<ConnResult>& results) {
   return n;
 }
 
+std::optional<size_t> HandedOver::index_of(uint32_t result) const {
+  // Appended in result order: sorted.
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), result,
+                             [](const Entry& e, uint32_t r) { return e.result < r; });
+  if (it == entries_.end() || it->result != result) return std::nullopt;
+  return static_cast<size_t>(it - entries_.begin());
+}
+
+void HandedOver::close_lane(uint32_t peer, uint32_t lane) {
+  if (lanes_.erase({peer, lane}) == 0) return;
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
+    if (it->peer == peer && it->lane == lane && !it->closed) {
+      it->closed = true;
+      return;
+    }
+}
+
 Status HandedOver::still_same(const ConnResult& r, const Entry& e) {
+  // A closed lane's record let go of the QP (the transport's now): nothing left to compare.
+  if (e.closed && r.peer == e.peer && r.lane == e.lane && r.qp == nullptr) return Status::ok();
   if (!r.withdrawn && r.qp != nullptr && r.peer == e.peer && r.lane == e.lane && r.qp->qpn() == e.qpn &&
       r.qp->native() == static_cast<void*>(e.qp) && r.qp->kept())
     return Status::ok();

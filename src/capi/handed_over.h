@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -30,6 +31,7 @@ class HandedOver {
     uint32_t lane = 0;
     uint32_t qpn = 0;
     ibv_qp* qp = nullptr;  // what the transport's factory returned
+    bool closed = false;   // on demand: the lane was disconnected since (the QP stays the transport's)
   };
 
   // Hands over what `results` gained since the last call; returns how many were handed over.
@@ -38,6 +40,11 @@ class HandedOver {
   size_t size() const { return entries_.size(); }
   const Entry& operator[](size_t i) const { return entries_[i]; }
   bool holds(uint32_t peer, uint32_t lane) const { return lanes_.count({peer, lane}) != 0; }
+  // The table index of the engine's result `result`, if it was handed over.
+  std::optional<size_t> index_of(uint32_t result) const;
+  // On demand: the lane was disconnected; its entry stays (closed), a later connection of the
+  // lane is a new entry.
+  void close_lane(uint32_t peer, uint32_t lane);
 
   // The engine's record of `e` must still be the connection handed over; a kept result is
   // never withdrawn, so a mismatch is a bug, named with the entry's identity.

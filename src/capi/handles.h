@@ -44,6 +44,13 @@ struct wireup_handle {
   void* arg = nullptr;
   wireup_event_fn event_fn = nullptr;
   void* event_arg = nullptr;
+  wireup_lane_fn lane_fn = nullptr;  // on_demand.cc
+  void* lane_arg = nullptr;
+  wireup_address_fn address_fn = nullptr;
+  void* address_arg = nullptr;
+  // The engine's lane events of the last progress(), delivered once its results are handed
+  // over (their indexes are the hand-over table's).
+  std::vector<wireup::LaneEvent> lanes_pending;
   bool peers_set = false;
   bool started = false;
   // Declared before the engine, so destroyed after it: the engine's QP wrappers call the
@@ -95,6 +102,11 @@ qp::QpFactory make_factory(wireup_t* w);
 
 // Hands the results that appeared since the last call over to the transport (handed_over.h).
 void hand_over_new_results(wireup_t* w);
+// The engine's lane and address callbacks, routed to the handle's (on_demand.cc); and the lane
+// events of the last progress(), delivered after its hand-over.
+void watch_lanes(wireup_t* w);
+void close_lanes(wireup_t* w);
+void deliver_lanes(wireup_t* w);
 
 // Re-arms the poller after the engine's fds or timers may have changed.
 void refresh_poller(wireup_t* w);

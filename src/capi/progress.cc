@@ -25,7 +25,7 @@ wireup_status_t wireup_start(wireup_t* w) {
   if (w == nullptr) return null_handle(fn);
   return guarded(fn, &w->last_error, [&] {
     if (w->started) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "already started");
-    if (!w->peers_set)
+    if (!w->peers_set && !w->engine->on_demand())
       return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_set_peers() has not been called");
     if (Status s = w->engine->start(); !s) return fail(&w->last_error, fn, s.error());
     w->started = true;
@@ -40,7 +40,9 @@ wireup_status_t wireup_progress(wireup_t* w, int* work_done) {
   return guarded(fn, &w->last_error, [&] {
     if (!w->started) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_start() has not been called");
     Result<int> work = w->engine->progress();
+    capi::close_lanes(w);            // lanes closed in this call are not held any more
     capi::hand_over_new_results(w);  // before anything else can take a connected QP back
+    capi::deliver_lanes(w);          // after it: a READY's QP is the transport's
     capi::refresh_poller(w);
     if (!work) return fail(&w->last_error, fn, work.error());
     if (work_done != nullptr) *work_done = *work;
@@ -88,9 +90,12 @@ int wireup_done(const wireup_t* w) {
 void wireup_destroy(wireup_t* w) {
   if (w == nullptr) return;
   guarded("wireup_destroy", &w->last_error, [&] {
+    capi::close_lanes(w);
     capi::hand_over_new_results(w);  // what connected in the last call too: close() releases only the rest
     w->engine->on_steady_event(nullptr);  // the transport may be tearing its callback state down
     w->engine->on_device_report(nullptr);
+    w->engine->on_lane_event(nullptr);
+    w->engine->on_address_needed(nullptr);
     if (Status s = w->engine->close(kDestroyDrain); !s)
       WIREUP_LOG(warn, "wireup_destroy: %s", s.message().c_str());
     return WIREUP_OK;

@@ -50,7 +50,7 @@ Status drive(prov::sim::SimFabric& fab, const std::vector<wireup_t*>& handles, c
     if (o.after_round) o.after_round();
     bool all = true;
     for (const wireup_t* w : handles) all = all && finished(w, o.until_setup_closed);
-    if (all) return Status::ok();
+    if (all && (!o.until || o.until())) return Status::ok();
     if (work > 0) {
       idle_rounds = 0;
       continue;

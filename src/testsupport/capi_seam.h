@@ -35,6 +35,8 @@ struct DriveOptions {
   bool until_setup_closed = false;
   // Called after every round of wireup_progress() calls (a transport reading its results).
   std::function<void()> after_round;
+  // And until this holds too (on demand: a peer has seen a disconnect, say), if set.
+  std::function<bool()> until;
 };
 
 // Calls wireup_progress() on every handle (all on `fab`) until each is done, advancing the

@@ -115,6 +115,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // The lanes are idle afterwards: connect() (ours or the peer's) works again.
   Status disconnect(uint32_t peer);
   LaneState lane_state(uint32_t peer, uint32_t lane) const;
+  bool on_demand() const { return opt().on_demand; }
   // Asked for a peer whose address the engine lacks; answer with add_peer(), now or later.
   using AddressCallback = std::function<void(uint32_t peer)>;
   void on_address_needed(AddressCallback cb) { od_.address_cb = std::move(cb); }

@@ -66,6 +66,9 @@ Status Engine::connect(uint32_t peer) {
   size_t asked = 0;
   for (uint32_t lane = 0; lane < opt().lanes; ++lane) {
     Pair* have = pairs_.find(peer, lane);
+    // A lane reported lost after hand-over (engine_repair.cc) is established but over: closed
+    // first, then asked again like an idle one.
+    if (have && have->state() == PairState::established && have->as<Established>()->disconnected) close_lane(*have);
     const PairState s = have ? have->state() : PairState::idle;
     if (s != PairState::idle && s != PairState::failed) continue;  // asked for already, or ready
     Pair& p = lane_for(peer, lane, cm::Role::active);
@@ -106,6 +109,7 @@ Status Engine::add_peer(const Peer& peer) {
 }
 
 void Engine::close_lane(Pair& p) {
+  if (p.state() == PairState::idle) return;
   if (auto* e = p.as<Established>()) {
     if (e->id && !e->disconnected) {
       e->disconnected = true;
@@ -130,6 +134,7 @@ void Engine::close_lane(Pair& p) {
   p.awaiting_address = false;
   p.attempt = 0;
   p.become(Idle{});
+  records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::closed, 0});
 }
 
 Status Engine::disconnect(uint32_t peer) {

@@ -10,12 +10,9 @@ void Engine::refuse(prov::CmEvent& ev, const GateVerdict& v) {
   if (v.stranger()) ++stats_[Counter::strangers];
   stats_.reject_sent(v.code);
   const std::string source = ev.id->peer_addr().to_string();
-  // A crossing's refusal (engine_on_demand.cc) answers a rank of the job whose request
-  // authenticated: the on-demand rule at work, no stranger. Noted as one it would be a warning
-  // per crossed pair (every pair of a stencil whose ranks ask at once) and would fill the
-  // stranger log, leaving real strangers unlogged: treated as already seen.
-  const bool crossed = v.code == RejectCode::crossed;
-  switch (crossed ? StrangerLog::Verdict::seen : strangers_.note(source)) {
+  // A crossing is on-demand business as usual, not worth a warning.
+  const bool routine = v.code == RejectCode::crossed;
+  switch (routine ? StrangerLog::Verdict::seen : strangers_.note(source)) {
     case StrangerLog::Verdict::log:
       WIREUP_LOG(warn, "rank %u: rejected request from %s: %s (%s)", opt().rank, source.c_str(), to_string(v.code),
                  v.why.c_str());

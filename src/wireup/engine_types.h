@@ -137,9 +137,9 @@ struct DeviceEventReport {
 
 // On demand: what the transport learns of each (peer, lane) it or the peer asked for, from
 // progress() once the call's own work is done (so that the callback may call connect() or
-// disconnect()). `index` is the result's (results()) or the error's (errors()).
+// disconnect()). `index` is the result's (results()) or the error's (errors()); none for closed.
 struct LaneEvent {
-  enum class Kind : uint8_t { ready, failed };
+  enum class Kind : uint8_t { ready, failed, closed };  // closed: disconnected, idle again
   uint32_t peer = 0;
   uint32_t lane = 0;
   Kind kind = Kind::ready;

@@ -16,19 +16,21 @@ const char* to_string(PairState s) {
 
 void PairTable::build(const std::vector<uint64_t>& active, const std::vector<uint64_t>& passive) {
   clear();
-  by_key_.reserve(active.size() + passive.size());  // exact: bulk never adds afterwards
-  auto make = [&](uint64_t k, cm::Role role) {
+  std::vector<std::pair<uint64_t, cm::Role>> keys;
+  keys.reserve(active.size() + passive.size());
+  for (uint64_t k : active) keys.emplace_back(k, cm::Role::active);
+  for (uint64_t k : passive) keys.emplace_back(k, cm::Role::passive);
+  std::sort(keys.begin(), keys.end());
+  // Made in key order: the bulk pairs are their own sorted index (no second one per pair).
+  for (auto [k, role] : keys) {
     Pair& p = pairs_.emplace_back();
     p.peer = key_peer(k);
     p.lane = key_lane(k);
     p.role = role;
     p.index = static_cast<uint32_t>(pairs_.size() - 1);
-    by_key_.push_back(Key{k, p.index});
-  };
-  for (uint64_t k : active) make(k, cm::Role::active);
-  for (uint64_t k : passive) make(k, cm::Role::passive);
-  std::sort(by_key_.begin(), by_key_.end(), [](const Key& a, const Key& b) { return a.key < b.key; });
-  for (uint32_t i = 0; i < active.size(); ++i) start_order_.push_back(i);  // made first, in start order
+  }
+  built_ = pairs_.size();
+  for (uint64_t k : active) start_order_.push_back(find(k)->index);
   open_ = pairs_.size();
 }
 
@@ -38,8 +40,8 @@ Pair& PairTable::add(uint64_t key, cm::Role role) {
   p.lane = key_lane(key);
   p.role = role;
   p.index = static_cast<uint32_t>(pairs_.size() - 1);
-  auto it = std::lower_bound(by_key_.begin(), by_key_.end(), key, [](const Key& e, uint64_t k) { return e.key < k; });
-  by_key_.insert(it, Key{key, p.index});
+  auto it = std::lower_bound(added_.begin(), added_.end(), key, [](const Key& e, uint64_t k) { return e.key < k; });
+  added_.insert(it, Key{key, p.index});
   ++open_;
   return p;
 }
@@ -49,8 +51,11 @@ Pair* PairTable::find(uint64_t key) {
 }
 
 const Pair* PairTable::find(uint64_t key) const {
-  auto it = std::lower_bound(by_key_.begin(), by_key_.end(), key, [](const Key& e, uint64_t k) { return e.key < k; });
-  return it != by_key_.end() && it->key == key ? &pairs_[it->index] : nullptr;
+  auto built_end = pairs_.begin() + static_cast<std::ptrdiff_t>(built_);
+  auto b = std::lower_bound(pairs_.begin(), built_end, key, [](const Pair& p, uint64_t k) { return p.key() < k; });
+  if (b != built_end && b->key() == key) return &*b;
+  auto it = std::lower_bound(added_.begin(), added_.end(), key, [](const Key& e, uint64_t k) { return e.key < k; });
+  return it != added_.end() && it->key == key ? &pairs_[it->index] : nullptr;
 }
 
 Pair* PairTable::next_to_start() {
@@ -72,7 +77,8 @@ void PairTable::release_start_order() { std::deque<uint32_t>().swap(start_order_
 
 void PairTable::clear() {
   pairs_.clear();
-  std::vector<Key>().swap(by_key_);
+  built_ = 0;
+  std::vector<Key>().swap(added_);
   release_start_order();
   open_ = 0;
 }

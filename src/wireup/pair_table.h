@@ -15,10 +15,10 @@
 //   idle         on demand only (EngineOptions::on_demand): nothing asked and nothing held, as
 //                after a disconnect; connect() or the peer's request reopens it.
 //
-// Bulk: build() makes every planned pair at once. On demand: add() appends one as it is asked
-// for (or as the peer asks). Pairs live in a deque, so neither kind of growth moves one: a
-// pair's address and its index (the engines' tags) never change; a sorted key index finds
-// them.
+// Bulk: build() makes every planned pair at once, in key order (so they are their own sorted
+// index). On demand: add() appends one as it is asked for (or as the peer asks), found through
+// a sorted index of the added ones. Pairs live in a deque, so neither kind of growth moves one:
+// a pair's address and its index (the engine's tags) never change.
 #pragma once
 
 #include <algorithm>
@@ -98,6 +98,8 @@ struct Pair {
   S& become(S s = {}) { return st.template emplace<S>(std::move(s)); }
 };
 static_assert(std::variant_size_v<decltype(Pair::st)> == 6, "one alternative per PairState");
+// The on-demand flag and the index sit in what was padding: a pair costs what it did.
+static_assert(sizeof(Pair) <= 56, "a Pair grew");
 
 class PairTable {
  public:
@@ -144,7 +146,8 @@ class PairTable {
     uint32_t index;
   };
   std::deque<Pair> pairs_;    // in the order made: index = position
-  std::vector<Key> by_key_;   // sorted by key
+  size_t built_ = 0;          // pairs_[0, built_) made by build(), sorted by key
+  std::vector<Key> added_;    // the pairs add() made, sorted by key
   std::deque<uint32_t> start_order_;  // indexes, consumed from the front
   size_t open_ = 0;
 };

@@ -47,6 +47,7 @@ struct Transport {
   std::set<std::pair<uint32_t, uint32_t>> lanes;        // (peer, lane) of those results
   std::vector<std::string> problems;
   std::vector<Event> events;
+  std::vector<wireup_lane_event_t> lane_events;
   unsigned created = 0, released = 0;
   bool init_first = false;  // misuse: hand the QP over in INIT instead of fresh (RESET)
 
@@ -111,6 +112,14 @@ void release_qp(void* arg, const wireup_qp_request_t* req, ibv_qp* qp) {
   t->destroy(seam_qp(qp), "release callback for " + who);
 }
 
+// As a transport would: a closed lane is not held any more (its QP still is, until teardown);
+// a READY names the result the lane has now.
+void on_lane(void* arg, const wireup_lane_event_t* ev) {
+  auto* t = static_cast<Transport*>(arg);
+  t->lane_events.push_back(*ev);
+  if (ev->type == WIREUP_LANE_EVENT_CLOSED) t->lanes.erase({ev->peer, ev->lane});
+}
+
 void on_event(void* arg, const wireup_event_t* ev) {
   static_cast<Transport*>(arg)->events.push_back(Event{ev->peer, ev->lane, ev->type, ev->status, ev->name});
 }
@@ -167,6 +176,7 @@ class SimJob {
       wireup_params_t wp{r, nodes_, lanes, 0x5eed, release_qp};
       ASSERT_EQ(wireup_create(ctx_[r], &wp, create_qp, &t, &w_[r]), WIREUP_OK) << wireup_last_error(nullptr);
       ASSERT_EQ(wireup_on_event(w_[r], on_event, &t), WIREUP_OK);
+      ASSERT_EQ(wireup_on_lane_event(w_[r], on_lane, &t), WIREUP_OK);
       uint8_t buf[WIREUP_ADDRESS_MAX];
       size_t len = sizeof buf;
       ASSERT_EQ(wireup_local_address(w_[r], buf, &len), WIREUP_OK) << wireup_last_error(w_[r]);
@@ -183,10 +193,13 @@ class SimJob {
     }
   }
 
-  Status run(Nanos bound) {
+  // Bulk: until each handle's setup channel closed too (the RTU linger). On demand it never
+  // closes: until every lane asked for settled.
+  Status run(Nanos bound, bool until_setup_closed = true, std::function<bool()> until = {}) {
     capi_seam::DriveOptions o;
     o.bound = bound;
-    o.until_setup_closed = true;
+    o.until_setup_closed = until_setup_closed;
+    o.until = std::move(until);
     o.after_round = [this] {
       for (uint32_t r = 0; r < t_.size(); ++r) t_[r].read_results(w_[r]);
     };
@@ -354,6 +367,64 @@ TEST(CapiSim, AQpNotFreshFromTheFactoryIsNamedAndHandedBack) {
     expect_clean(job.t(r), r == 0 ? "rank 0" : "rank 1");
     EXPECT_EQ(job.t(r).released, job.t(r).created) << "every QP wireup did not use goes back to the transport";
   }
+}
+
+size_t count(const Transport& t, wireup_lane_event_type_t type, uint32_t peer) {
+  size_t n = 0;
+  for (const wireup_lane_event_t& e : t.lane_events) n += e.type == type && e.peer == peer;
+  return n;
+}
+
+// On demand through the C API: two ranks ask for each other at once (crossing) and a third
+// asks one of them; every READY names its result; a disconnect closes the lane on both sides
+// without taking the transport's QP; the lane connects again, and every QP is destroyed once.
+TEST(CapiSim, OnDemandCrossingDisconnectAndReconnect) {
+  SimJob job(3, 3, prov::sim::SimConfig{}, {"engine.mode=on_demand"});
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  ASSERT_EQ(wireup_connect(job.w(0), 1), WIREUP_OK) << wireup_last_error(job.w(0));
+  ASSERT_EQ(wireup_connect(job.w(1), 0), WIREUP_OK) << wireup_last_error(job.w(1));
+  ASSERT_EQ(wireup_connect(job.w(2), 0), WIREUP_OK) << wireup_last_error(job.w(2));
+  ASSERT_EQ(wireup_connect(job.w(2), 2), WIREUP_ERR_INVALID_ARGUMENT);
+  Status s = job.run(60s, false);
+  ASSERT_TRUE(s) << s.message();
+  for (uint32_t r = 0; r < 3; ++r) {
+    Transport& t = job.t(r);
+    EXPECT_EQ(wireup_error_count(job.w(r)), 0u) << "rank " << r;
+    for (const wireup_lane_event_t& e : t.lane_events) {
+      ASSERT_EQ(e.type, WIREUP_LANE_EVENT_READY) << "rank " << r;
+      wireup_result_t res;
+      ASSERT_EQ(wireup_result_get(job.w(r), e.index, &res), WIREUP_OK) << wireup_last_error(job.w(r));
+      EXPECT_EQ(res.peer, e.peer);
+      EXPECT_EQ(res.lane, e.lane);
+      EXPECT_EQ(wireup_lane_state(job.w(r), e.peer, e.lane), WIREUP_LANE_READY);
+    }
+  }
+  EXPECT_EQ(job.t(0).lane_events.size(), 2u);
+  EXPECT_EQ(job.t(1).lane_events.size(), 1u);
+  EXPECT_EQ(wireup_lane_state(job.w(1), 2, 0), WIREUP_LANE_IDLE) << "nobody asked for 1-2";
+  wireup_counters_t c0{}, c1{};
+  ASSERT_EQ(wireup_counters_get(job.w(0), &c0), WIREUP_OK);
+  ASSERT_EQ(wireup_counters_get(job.w(1), &c1), WIREUP_OK);
+  EXPECT_EQ(c0.crossed_yielded + c1.crossed_yielded, 1u) << "0 and 1 crossed once";
+  const unsigned released_before = job.t(0).released + job.t(1).released;
+
+  ASSERT_EQ(wireup_disconnect(job.w(0), 1), WIREUP_OK) << wireup_last_error(job.w(0));
+  EXPECT_EQ(wireup_lane_state(job.w(0), 1, 0), WIREUP_LANE_IDLE);
+  s = job.run(60s, false, [&] { return wireup_lane_state(job.w(1), 0, 0) == WIREUP_LANE_IDLE; });
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(count(job.t(0), WIREUP_LANE_EVENT_CLOSED, 1), 1u);
+  EXPECT_EQ(count(job.t(1), WIREUP_LANE_EVENT_CLOSED, 0), 1u) << "the peer sees the disconnect";
+  EXPECT_EQ(job.t(0).released + job.t(1).released, released_before) << "handed-over QPs stay the transport's";
+
+  ASSERT_EQ(wireup_connect(job.w(1), 0), WIREUP_OK) << wireup_last_error(job.w(1));
+  s = job.run(60s, false);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(count(job.t(0), WIREUP_LANE_EVENT_READY, 1), 2u);
+  EXPECT_EQ(count(job.t(1), WIREUP_LANE_EVENT_READY, 0), 2u);
+  EXPECT_EQ(wireup_lane_state(job.w(1), 0, 0), WIREUP_LANE_READY);
+  EXPECT_EQ(wireup_result_count(job.w(0)), 3u) << "the closed connection's result stays, the new one is added";
+  job.teardown();
+  for (uint32_t r = 0; r < 3; ++r) expect_clean(job.t(r), ("rank " + std::to_string(r)).c_str());
 }
 
 TEST(CapiSim, AContextOverAProviderNeedsItsListenAddress) {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/log.h"
+#include "tests/engine/counted_qp.h"
 #include "tests/engine/sim_engine_fabric.h"
 #include "wireup/address.h"
 #include "wireup/wire.h"
@@ -29,28 +30,6 @@ constexpr uint32_t kTargets = kRanks - 1;  // ranks 0..30 are flooded
 constexpr uint32_t kPerFlooder = 2500;     // x 4 kinds = 10,000 requests
 constexpr uint32_t kWindow = 64;           // requests in flight per flooder
 constexpr uint64_t kKey = 0x5eed5eed12345678ULL;
-
-// Forwards to the QP the factory made and counts the live ones. The flooders make no QP, so
-// the fabric's qps_alive must equal this count at every instant of the run.
-class CountedQp final : public prov::Qp {
- public:
-  CountedQp(std::unique_ptr<prov::Qp> q, int64_t& live) : q_(std::move(q)), live_(live) { ++live_; }
-  ~CountedQp() override { --live_; }
-  uint32_t qpn() const override { return q_->qpn(); }
-  prov::QpState state() const override { return q_->state(); }
-  Status modify(const prov::QpAttr& a, uint32_t mask) override { return q_->modify(a, mask); }
-  Result<prov::QpAttr> query(uint32_t mask) override { return q_->query(mask); }
-  Result<prov::Ece> query_ece() override { return q_->query_ece(); }
-  Result<prov::Ece> set_ece(const prov::Ece& e) override { return q_->set_ece(e); }
-  Status post_send(uint64_t id, const prov::Sge& s, bool sig) override { return q_->post_send(id, s, sig); }
-  Status post_recv(uint64_t id, const prov::Sge& s) override { return q_->post_recv(id, s); }
-  prov::Device& device() const override { return q_->device(); }
-  void* native() const override { return q_->native(); }
-
- private:
-  std::unique_ptr<prov::Qp> q_;
-  int64_t& live_;
-};
 
 enum class Kind { wrong_key, bad_version, unknown_rank, replay };
 constexpr RejectCode kExpected[] = {RejectCode::wrong_job_key, RejectCode::bad_version, RejectCode::unknown_rank,

@@ -362,6 +362,30 @@ TEST(PairTable, OneStatePerPairAndStableIndexes) {
   EXPECT_EQ(t.open(), 3u);
 }
 
+TEST(PairTable, PairsAddedOnDemandKeepEveryIndexAndAddress) {
+  PairTable t;
+  t.build({pair_key(4, 0)}, {pair_key(2, 0)});
+  Pair* built = t.find(4, 0);
+  ASSERT_NE(built, nullptr);
+  std::vector<Pair*> added;
+  for (uint32_t peer = 100; peer > 5; --peer) added.push_back(&t.add(pair_key(peer, 0), cm::Role::passive));
+  EXPECT_EQ(t.size(), 2u + 95u);
+  EXPECT_EQ(t.open(), 2u + 95u);
+  EXPECT_EQ(t.find(4, 0), built) << "growth moved a built pair";
+  for (Pair* p : added) {
+    EXPECT_EQ(t.find(p->peer, 0), p);
+    EXPECT_EQ(t.at(t.index(*p)), p);
+  }
+  EXPECT_EQ(t.find(2, 0)->role, cm::Role::passive);
+  EXPECT_EQ(t.find(3, 0), nullptr);
+  EXPECT_EQ(t.find(100, 1), nullptr);
+  // Queued on demand behind the built start order.
+  t.queue_start(*added.back());
+  EXPECT_EQ(t.next_to_start(), built);
+  EXPECT_EQ(t.next_to_start(), added.back());
+  EXPECT_TRUE(t.all_started());
+}
+
 // --- the stranger log ------------------------------------------------------------------------------
 
 TEST(StrangerLog, OneLinePerHostAndBoundedMemory) {
