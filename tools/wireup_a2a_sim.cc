@@ -193,7 +193,7 @@ int run_sim(const Options& o) {
   const Nanos bound = s.engine.wireup_timeout + std::chrono::seconds(60);
   SimDriveReport total;
   SimDriveOptions so;
-  if (plan) so.finished = [&ranks](uint32_t r, const Engine&) { return ranks[r].ledger->settled(); };
+  if (plan) so.settled = [&ranks](uint32_t r) { return ranks[r].ledger->settled(); };
   auto drive = [&](Nanos for_at_most) -> Status {
     so.bound = for_at_most;
     auto d = sim_drive(fab, engines, so);

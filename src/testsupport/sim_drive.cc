@@ -45,9 +45,8 @@ Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, std::vector<Engine*>
       dirty.push_back(r);
     }
   };
-  auto finished = [&](uint32_t r, const Engine& e) {
-    if (o.finished) return o.finished(r, e);
-    return e.done() && !(o.until_setup_closed && e.setup_channel_open());
+  auto finished = [&](const Engine& e, uint32_t r) {
+    return e.done() && !(o.until_setup_closed && e.setup_channel_open()) && (!o.settled || o.settled(r));
   };
   SimDriveReport rep;
   while (remaining > 0) {
@@ -69,7 +68,7 @@ Result<SimDriveReport> sim_drive(prov::sim::SimFabric& fab, std::vector<Engine*>
       auto w = e.progress();
       if (!w) return Error(w.error()).with_peer("rank " + std::to_string(r));
       ++rep.progress_calls;
-      if (!done[r] && finished(r, e)) {
+      if (!done[r] && finished(e, r)) {
         done[r] = 1;
         --remaining;
       }

@@ -28,14 +28,15 @@ struct SimDriveOptions {
   // Also wait out each engine's RTU linger (done() and the setup channel closed), as a job
   // whose ranks keep progressing after wireup does.
   bool until_setup_closed = false;
+  // Also required before rank r counts as finished: an on-demand engine is done() whenever
+  // nothing is open, e.g. before the requests it will accept have come, so the caller says
+  // what it waits for (say, every lane it expects ready: wireup_a2a's lane ledger). Checked
+  // after each of its progress() calls; once true the rank stays finished. Unset: done() alone.
+  std::function<bool(uint32_t rank)> settled;
   // A scripted intervention (a process dying, say) when the clock reaches `at`: called once;
   // it may set entries of the engine table to nullptr (that rank is no longer driven).
   Nanos at = Nanos::max();
   std::function<void(std::vector<Engine*>&)> intervene;
-  // When rank r counts as done, instead of done(): on demand a rank whose own asks are
-  // settled may still have to answer the requests of others (wireup_a2a's lane ledger).
-  // Checked after each of its progress() calls; once true it stays done.
-  std::function<bool(uint32_t rank, const Engine&)> finished;
 };
 
 // engines[i] runs on node i of `fab`; nullptr = no engine there (a dead process). Runs until
