@@ -25,6 +25,9 @@ class RdmaDevice final : public Device {
   int async_fd() const override { return ctx_->async_fd; }
   Result<DeviceEvent> get_async_event() override;
   bool async_pending() const override;
+  bool async_worth_reading() override;
+  // RdmaProvider::wait() saw the async fd readable.
+  void saw_readable() { maybe_pending_ = true; }
   ibv_context* ctx() const { return ctx_; }
   // Makes async_fd non-blocking, so that get_async_event() never sleeps (async.cc).
   Status make_async_nonblocking();
@@ -32,6 +35,10 @@ class RdmaDevice final : public Device {
  private:
   ibv_context* ctx_;  // owned by librdmacm (rdma_get_devices), freed by the provider
   DeviceInfo info_;
+  // async_worth_reading(): an event may be pending (nothing read yet, a wait saw the fd
+  // readable, or the last read found one); else not before next_read_ (steady clock).
+  bool maybe_pending_ = true;
+  Nanos next_read_{0};
 };
 
 // Reads name, vendor, ports, PCI location and netdev of one device.
