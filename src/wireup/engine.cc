@@ -60,7 +60,9 @@ Engine::Engine(prov::Provider& p, Fixed f)
       admission_(fixed_.opt.connect_window, fixed_.opt.qp_window),
       retries_(RetryPolicy{fixed_.opt.max_attempts, fixed_.opt.backoff_initial, fixed_.opt.backoff_max,
                            fixed_.opt.backoff_jitter},
-               fixed_.opt.seed != 0 ? fixed_.opt.seed : 0x9e3779b97f4a7c15ULL * (fixed_.opt.rank + 1)) {}
+               fixed_.opt.seed != 0 ? fixed_.opt.seed : 0x9e3779b97f4a7c15ULL * (fixed_.opt.rank + 1)) {
+  stats_.attach(&records_.results());  // the phase samples are cut from the results
+}
 
 Engine::~Engine() { teardown(); }
 
@@ -169,7 +171,6 @@ Status Engine::start() {
   pairs_.build(active, passive);
   // Sized from the plan: no growth (and no spare capacity) on the per-connection path.
   records_.reserve(pairs_.size());
-  stats_.reserve(active.size(), passive.size());
   life_.started = true;
   life_.started_at = now();
   life_.deadline = now() + o.wireup_timeout;
