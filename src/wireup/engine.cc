@@ -244,12 +244,13 @@ void Engine::retire(std::unique_ptr<cm::Connection> c) {
 Result<int> Engine::progress() {
   if (!life_.started) return Error::make(ErrorCode::invalid_state, "Engine::progress", "start() not called");
   int work = 0;
-  if (pairs_.open() > 0 && now() >= life_.deadline) {
+  const Nanos t = now();
+  if (pairs_.open() > 0 && t >= life_.deadline) {
     expire();
     ++work;
   }
   // First: a COMM_EST answered now lets this very call see the ESTABLISHED it brings.
-  work += dispatch_device();
+  work += dispatch_device(t);
   if (channels_.setup) {
     // Bounded per call so a connection storm cannot starve the steady channel or the caller.
     const int n = prov::dispatch(*channels_.setup->channel, 256);

@@ -211,7 +211,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void lose_device(const std::string& why);
   // A steady id's DEVICE_REMOVAL: reported, then the id (and an untaken QP) destroyed.
   void remove_established(Pair& p);
-  int dispatch_device();
+  int dispatch_device(Nanos now);
   void bury_removed();
 
   // final answers told across (engine_abandon.cc)

@@ -4,7 +4,6 @@
 #include <poll.h>
 
 #include <cerrno>
-#include <chrono>
 
 #include "provider/rdma/rdma.h"
 
@@ -31,11 +30,11 @@ bool RdmaDevice::async_pending() const {
   return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
 
-namespace {
-Nanos steady_now() { return std::chrono::steady_clock::now().time_since_epoch(); }
-}  // namespace
-
-bool RdmaDevice::async_worth_reading() { return maybe_pending_ || steady_now() >= next_read_; }
+bool RdmaDevice::async_worth_reading(Nanos now) {
+  if (maybe_pending_) return true;
+  if (!next_read_) next_read_ = now + kAsyncPollInterval;
+  return now >= *next_read_;
+}
 
 Result<DeviceEvent> RdmaDevice::get_async_event() {
   ibv_async_event e;
@@ -43,7 +42,7 @@ Result<DeviceEvent> RdmaDevice::get_async_event() {
     const int err = errno;
     if (err == EAGAIN || err == EWOULDBLOCK) {
       maybe_pending_ = false;
-      next_read_ = steady_now() + kAsyncPollInterval;
+      next_read_.reset();
       return Error::would_block_on("ibv_get_async_event");
     }
     return Error::from_errno("ibv_get_async_event", err, "device " + info_.name);
