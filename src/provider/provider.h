@@ -106,6 +106,9 @@ class EventChannel {
   virtual int fd() const = 0;
   // Non-blocking rdma_get_cm_event: would_block when nothing is pending.
   virtual Result<CmEvent> get_event() = 0;
+  // False only when get_event() certainly has nothing (the sim's queue is empty): dispatch()
+  // then skips the call. Where only the read itself can tell (rdma), always true.
+  virtual bool maybe_pending() const { return true; }
 };
 
 // Takes up to `max` events from `ch` and hands each to its id's sink (a CONNECT_REQUEST to the
