@@ -16,7 +16,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$ROOT/build
 TUNING=$ROOT/tests/mpi/vm.toml
-# 2 x 256 in one loaded boot at 3330f0e: 8:16 72-87 conn/s, 32:64 134-200, 256:512 147-154
+# 2 x 256 in one loaded boot at f5c7b74: 8:16 72-87 conn/s, 32:64 134-200, 256:512 147-154
 # (wider: the resolves and QP creations of a whole storm queue behind each other).
 WINDOW=32:64
 while (($#)); do
