@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # In-VM half of scripts/compare-cmtime.sh (run it through that script, not by hand):
-#   compare-cmtime-vm.sh A2A_BINARY TUNING.toml OUT_DIR N...
+#   compare-cmtime-vm.sh A2A_BINARY TUNING.toml OUT_DIR CW:QW N...
 # For each N, in this order on rxe0: rdma-core's cmtime (N connections, client and server in
 # this VM), ucmatose (N connections, one message each way), and wireup_a2a with 2 ranks x N
-# lanes. Writes OUT_DIR/results.tsv (N, tool, connections/s, seconds, what the seconds cover)
-# and keeps every tool's raw output in OUT_DIR.
+# lanes twice: with the tuning file's windows, then with engine.connect_window = CW and
+# engine.qp_create_window = QW (environment overrides). Writes OUT_DIR/results.tsv (N, tool,
+# connections/s, seconds, what the seconds cover) and keeps every tool's raw output in OUT_DIR.
 set -uo pipefail
-A2A=$1 TUNING=$2 OUT=$3
-shift 3
+A2A=$1 TUNING=$2 OUT=$3 WIN=$4
+shift 4
+CW=${WIN%%:*} QW=${WIN#*:}
 ADDR=${WIREUP_VM_ADDR:-10.0.0.1}
 mkdir -p "$OUT"
 RES=$OUT/results.tsv
@@ -59,9 +61,16 @@ for n in "$@"; do
   stop "$srv"
 
   # --- wireup_a2a: 2 ranks x N lanes (application-owned QPs, ECE attempt, migration) --------
-  mpirun --oversubscribe -np 2 "$A2A" --config "$TUNING" --lanes "$n" --json --no-progress \
-    >"$OUT/a2a-$n.json" 2>"$OUT/a2a-$n.txt"
-  jq -r --arg n "$n" '"\($n)\twireup_a2a\t\(.conn_per_s)\t\(.wall_s)\tstart .. every connection established on both ranks (failed \(.failed), verified \(.verified))"' \
-    "$OUT/a2a-$n.json" >>"$RES" 2>/dev/null || echo "compare: wireup_a2a -c $n gave no summary" >&2
+  # tool name, then mpirun's extra options (the window overrides of the second run)
+  a2a() {
+    local tool=$1
+    shift
+    mpirun --oversubscribe -np 2 "$@" "$A2A" --config "$TUNING" --lanes "$n" --json --no-progress \
+      >"$OUT/$tool-$n.json" 2>"$OUT/$tool-$n.txt"
+    jq -r --arg n "$n" --arg t "$tool" '"\($n)\t\($t)\t\(.conn_per_s)\t\(.wall_s)\tstart .. every connection established on both ranks (failed \(.failed), verified \(.verified); cpu \(.cpu_user_s) user + \(.cpu_sys_s) sys)"' \
+      "$OUT/$tool-$n.json" >>"$RES" 2>/dev/null || echo "compare: $tool -c $n gave no summary" >&2
+  }
+  a2a wireup_a2a
+  a2a wireup_a2a_wide -x "WIREUP_ENGINE_CONNECT_WINDOW=$CW" -x "WIREUP_ENGINE_QP_CREATE_WINDOW=$QW"
 done
 cat "$RES"

@@ -82,7 +82,7 @@ Nanos done_at(const Engine& e, Nanos job_end) {
   if (!e.errors().empty() || e.results().empty()) return job_end;
   Nanos last{0};
   for (const ConnResult& c : e.results())
-    if (!c.withdrawn) last = std::max(last, c.timings.established);
+    if (!c.withdrawn) last = std::max(last, c.timings.get().established);
   return last;
 }
 

@@ -50,6 +50,9 @@ Status EventFd::update(const std::vector<int>& fds, std::optional<Nanos> at) {
   }
   watched_ = fds;
 
+  // The same time again: the timer has not fired (a time already past would have come back
+  // as a later "now"), so there is no expiry to consume and nothing to re-arm.
+  if (armed_once_ && at == armed_) return Status::ok();
   // Consume a past expiry so the set is not readable for a timer already handled.
   uint64_t expirations = 0;
   while (::read(timerfd_, &expirations, sizeof expirations) > 0) {
@@ -63,6 +66,8 @@ Status EventFd::update(const std::vector<int>& fds, std::optional<Nanos> at) {
   }
   if (timerfd_settime(timerfd_, TFD_TIMER_ABSTIME, &spec, nullptr) != 0)
     return Error::from_errno("timerfd_settime", errno, "arming wireup_fd()'s timer");
+  armed_ = at;
+  armed_once_ = true;
   return Status::ok();
 }
 

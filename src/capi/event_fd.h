@@ -28,6 +28,10 @@ class EventFd {
   int epfd_ = -1;
   int timerfd_ = -1;
   std::vector<int> watched_;
+  // What the timer was last armed at (nullopt: disarmed), so that an update with the same
+  // time costs no system call (wireup_progress() updates at every call).
+  std::optional<Nanos> armed_;
+  bool armed_once_ = false;
 };
 
 }  // namespace wireup::capi

@@ -91,7 +91,7 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     x.ece_outcome = ece::to_string(r.ece.outcome);
     x.device = w->device_names.insert(std::string(r.device)).first->c_str();
     // The same phase boundaries as the stats (one function cuts both), so they add up.
-    const auto d = phase_spans(r.timings, r.role, cm::kUnset);
+    const auto d = phase_spans(r.timings.get(), r.role, cm::kUnset);
     x.resolve_addr_ns = ns(d, Phase::resolve_addr);
     x.resolve_route_ns = ns(d, Phase::resolve_route);
     x.qp_create_ns = ns(d, Phase::qp_create);

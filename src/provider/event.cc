@@ -51,6 +51,7 @@ Status CmId::migrate(EventChannel& to, Route r) {
 
 int dispatch(EventChannel& ch, int max, size_t* unrouted) {
   int n = 0;
+  if (!ch.maybe_pending()) return 0;  // an idle progress() builds no would_block result
   for (; n < max; ++n) {
     auto ev = ch.get_event();
     if (!ev) {

@@ -106,6 +106,9 @@ class EventChannel {
   virtual int fd() const = 0;
   // Non-blocking rdma_get_cm_event: would_block when nothing is pending.
   virtual Result<CmEvent> get_event() = 0;
+  // False only when get_event() certainly has nothing (the sim's queue is empty): dispatch()
+  // then skips the call. Where only the read itself can tell (rdma), always true.
+  virtual bool maybe_pending() const { return true; }
 };
 
 // Takes up to `max` events from `ch` and hands each to its id's sink (a CONNECT_REQUEST to the
@@ -255,6 +258,15 @@ class Device {
   virtual Result<DeviceEvent> get_async_event() = 0;
   // Does get_async_event() have an event without blocking (for waits that cannot poll fds).
   virtual bool async_pending() const = 0;
+  // Whether a caller that polls at every progress should call get_async_event() now (`now`:
+  // the caller's reading of the provider's clock, so that asking costs no clock read of its
+  // own): exact where that costs nothing (the sim's queue), a hint where each call is a
+  // system call that nearly always answers EAGAIN (rdma: the last wait() saw the fd
+  // readable, the last read found an event, or kAsyncPollInterval passed since the first
+  // call after a read that found none). So an event is read at once after a wait that saw
+  // it, and within the interval by a caller whose own event loop polls the fd.
+  virtual bool async_worth_reading(Nanos now) = 0;
+  static constexpr Nanos kAsyncPollInterval = std::chrono::milliseconds(1);
 
   // The sinks dispatch_device_events() hands this device's events to (not owned; see
   // DeviceSubscription). Several owners (engines) may share one device.

@@ -62,7 +62,9 @@ Engine::Engine(prov::Provider& p, Fixed f)
       admission_(fixed_.opt.connect_window, fixed_.opt.qp_window),
       retries_(RetryPolicy{fixed_.opt.max_attempts, fixed_.opt.backoff_initial, fixed_.opt.backoff_max,
                            fixed_.opt.backoff_jitter},
-               fixed_.opt.seed != 0 ? fixed_.opt.seed : 0x9e3779b97f4a7c15ULL * (fixed_.opt.rank + 1)) {}
+               fixed_.opt.seed != 0 ? fixed_.opt.seed : 0x9e3779b97f4a7c15ULL * (fixed_.opt.rank + 1)) {
+  stats_.attach(&records_.results());  // the phase samples are cut from the results
+}
 
 Engine::~Engine() { teardown(); }
 
@@ -178,7 +180,6 @@ Status Engine::start() {
   pairs_.build(active, passive);
   // Sized from the plan: no growth (and no spare capacity) on the per-connection path.
   records_.reserve(pairs_.size());
-  stats_.reserve(active.size(), passive.size());
   life_.started = true;
   life_.started_at = now();
   life_.deadline = now() + o.wireup_timeout;
@@ -252,14 +253,15 @@ void Engine::retire(std::unique_ptr<cm::Connection> c) {
 Result<int> Engine::progress() {
   if (!life_.started) return Error::make(ErrorCode::invalid_state, "Engine::progress", "start() not called");
   int work = 0;
+  const Nanos t = now();
   if (opt().on_demand) {
-    work += expire_due();
-  } else if (pairs_.open() > 0 && now() >= life_.deadline) {
+    work += expire_due(t);
+  } else if (pairs_.open() > 0 && t >= life_.deadline) {
     expire();
     ++work;
   }
   // First: a COMM_EST answered now lets this very call see the ESTABLISHED it brings.
-  work += dispatch_device();
+  work += dispatch_device(t);
   if (channels_.setup) {
     // Bounded per call so a connection storm cannot starve the steady channel or the caller.
     const int n = prov::dispatch(*channels_.setup->channel, 256);

@@ -238,7 +238,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   Pair* on_demand_request(GateVerdict& v);
   // Our attempt was refused as the losing side of a crossing: wait for the peer's request.
   bool yield_to_crossing(Pair& p, const cm::Failure& f);
-  int expire_due();
+  int expire_due(Nanos now);  // the deadlines due at `now`
   void close_lane(Pair& p);
   void close_steady_lane(Pair& p);
 
@@ -259,7 +259,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void lose_device(const std::string& why);
   // A steady id's DEVICE_REMOVAL: reported, then the id (and an untaken QP) destroyed.
   void remove_established(Pair& p);
-  int dispatch_device();
+  int dispatch_device(Nanos now);
   void bury_removed();
 
   // final answers told across (engine_abandon.cc)

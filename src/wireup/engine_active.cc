@@ -153,7 +153,7 @@ void Engine::establish(Pair& p) {
   } else {
     ++stats_[Counter::established_passive];
   }
-  stats_.record(*c, p.first_start);
+  stats_.record(*c);
   ConnResult r;
   r.peer = p.peer;
   r.lane = p.lane;
@@ -163,7 +163,7 @@ void Engine::establish(Pair& p) {
   r.remote_qpn = c->remote_qpn();
   r.ece = c->ece();
   if (c->qp()) r.device = c->qp()->device().info().name.c_str();
-  r.timings = c->timings();
+  r.timings = ResultTimings(c->timings(), p.first_start);
   r.attempts = p.attempt;
   // Keep only what an established connection needs; the state machine goes.
   Established e;

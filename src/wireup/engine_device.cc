@@ -22,9 +22,11 @@ namespace wireup {
 using prov::CmEventType;
 using prov::DeviceEventType;
 
-int Engine::dispatch_device() {
+// Not at every progress(): on rdma each read is a system call that nearly always finds
+// nothing, so the device says when a read is worth it (Device::async_worth_reading).
+int Engine::dispatch_device(Nanos now) {
   prov::Device* d = device_.device();
-  if (d == nullptr) return 0;
+  if (d == nullptr || !d->async_worth_reading(now)) return 0;
   return prov::dispatch_device_events(*d, 64);
 }
 

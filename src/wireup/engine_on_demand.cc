@@ -233,9 +233,8 @@ bool Engine::yield_to_crossing(Pair& p, const cm::Failure& f) {
   return true;
 }
 
-int Engine::expire_due() {
+int Engine::expire_due(Nanos t) {
   int work = 0;
-  const Nanos t = now();
   while (!od_.deadlines.empty() && od_.deadlines.front().first <= t) {
     auto [due, i] = od_.deadlines.front();
     od_.deadlines.pop_front();

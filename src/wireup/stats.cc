@@ -85,24 +85,21 @@ uint64_t Stats::rejects_received(int ib_reason) const {
   return rejects_received_[i];
 }
 
-void Stats::reserve(size_t active, size_t passive) {
-  for (size_t i = 0; i < samples_.size(); ++i) {
-    const Phase p = static_cast<Phase>(i);
-    const bool active_only = p == Phase::resolve_addr || p == Phase::resolve_route || p == Phase::req_to_rep;
-    if (!sampled(p)) continue;
-    samples_[i].reserve(samples_[i].size() + active + (active_only ? 0 : passive));
-  }
-}
+void Stats::record(const cm::Connection& c) { ++ece_[static_cast<size_t>(c.ece().outcome)]; }
 
-void Stats::record(const cm::Connection& c, Nanos first_start) {
-  const auto d = phase_spans(c.timings(), c.role(), first_start);
-  for (size_t i = 0; i < kPhases; ++i)
-    if (sampled(static_cast<Phase>(i)) && d[i] != cm::kUnset) samples_[i].push_back(d[i].count());
-  ++ece_[static_cast<size_t>(c.ece().outcome)];
+std::vector<int64_t> Stats::samples(Phase p) const {
+  std::vector<int64_t> v;
+  if (results_ == nullptr || !sampled(p)) return v;
+  const size_t i = static_cast<size_t>(p);
+  for (const ConnResult& r : *results_) {
+    const Nanos d = phase_spans(r.timings.get(), r.role, r.timings.first_start())[i];
+    if (d != cm::kUnset) v.push_back(d.count());
+  }
+  return v;
 }
 
 PhaseSummary Stats::summary(Phase p) const {
-  std::vector<int64_t> v = samples_[static_cast<size_t>(p)];
+  std::vector<int64_t> v = samples(p);
   PhaseSummary s;
   s.n = v.size();
   if (v.empty()) return s;

@@ -12,6 +12,7 @@
 #include "cm/connection.h"
 #include "common/clock.h"
 #include "ece/policy.h"
+#include "wireup/engine_types.h"
 #include "wireup/private_data.h"
 
 namespace wireup {
@@ -29,9 +30,8 @@ enum class Phase : uint8_t {
 };
 inline constexpr size_t kPhases = static_cast<size_t>(Phase::count_);
 const char* to_string(Phase p);
-// Phases the statistics keep samples of (those before `attempt`, which is in every result
-// already: a sample per endpoint would cost 8 bytes each). The C API's wireup_phase_t
-// mirrors these.
+// Phases the statistics report samples of (those before `attempt`). The C API's
+// wireup_phase_t mirrors these.
 inline constexpr size_t kSampledPhases = static_cast<size_t>(Phase::attempt);
 constexpr bool sampled(Phase p) { return static_cast<size_t>(p) < kSampledPhases; }
 
@@ -100,10 +100,11 @@ class Stats {
   uint64_t failures(cm::FailKind k) const { return failures_[static_cast<size_t>(k)]; }
   uint64_t ece_outcomes(ece::Outcome o) const { return ece_[static_cast<size_t>(o)]; }
 
-  // Room for the samples of `active` and `passive` established connections (what record()
-  // adds per role), so that recording never grows a vector mid-wireup.
-  void reserve(size_t active, size_t passive);
-  void record(const cm::Connection& c, Nanos first_start);
+  // The samples are cut from the results' time stamps when asked for (a result is recorded
+  // for every connection established, withdrawn ones included), not kept apart: that cost
+  // 8 bytes per phase and endpoint. `results` must outlive the Stats (both are the engine's).
+  void attach(const std::vector<ConnResult>* results) { results_ = results; }
+  void record(const cm::Connection& c);
 
   PhaseSummary summary(Phase p) const;
   std::string to_json() const;
@@ -112,9 +113,10 @@ class Stats {
   std::map<std::string, uint64_t> rejects_sent_by_name() const;
   std::map<std::string, uint64_t> failures_by_name() const;
   std::map<std::string, uint64_t> ece_outcomes_by_name() const;
-  // The raw samples of one phase (ns), so that a job's percentiles can be taken over the
-  // samples of all its ranks rather than averaged from per-rank percentiles.
-  const std::vector<int64_t>& samples(Phase p) const { return samples_[static_cast<size_t>(p)]; }
+  // The raw samples of one phase (ns), in the order the connections were established, so
+  // that a job's percentiles can be taken over the samples of all its ranks rather than
+  // averaged from per-rank percentiles.
+  std::vector<int64_t> samples(Phase p) const;
 
  private:
   static constexpr size_t kFailKinds = cm::kFailKinds;
@@ -126,7 +128,7 @@ class Stats {
   std::array<uint64_t, kRejectCodes> rejects_sent_{};
   std::array<uint64_t, kFailKinds> failures_{};
   std::array<uint64_t, kEceOutcomes> ece_{};
-  std::array<std::vector<int64_t>, kPhases> samples_;
+  const std::vector<ConnResult>* results_ = nullptr;
 };
 
 }  // namespace wireup

@@ -2,6 +2,7 @@
 // table), repair decisions, pair table, stranger log, wire builders, phase spans.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 
 #include "wireup/admission.h"
@@ -517,6 +518,63 @@ TEST(Stats, PhaseSpansPerRole) {
   EXPECT_EQ(phase_spans(t, cm::Role::active, 1ns)[size_t(Phase::establish)], cm::kUnset);
   cm::Timings u;  // nothing reached
   for (Nanos d : phase_spans(u, cm::Role::active, cm::kUnset)) EXPECT_EQ(d, cm::kUnset);
+}
+
+// A result keeps its stamps as offsets (engine_types.h): exact to the ns under 2^24 ns, an
+// unset stamp stays unset, a first start before the attempt comes back; far offsets stay
+// within the float's 2^-24 of the value.
+TEST(Stats, ResultTimingsKeepTheStamps) {
+  cm::Timings t;
+  t.start = 5'000'000'000'123ns;  // a steady clock's ns, far from 0
+  t.addr_resolved = t.start + 1ns;
+  t.route_resolved = t.start + 16'777'215ns;  // 2^24 - 1: the last exact offset
+  t.request = t.start + 16'777'300ns;
+  t.established = t.start + 90'000'000'017ns;  // 90 s later
+  const Nanos first = t.start - 7'000'000'001ns;  // the first attempt, 7 s earlier
+  const ResultTimings r(t, first);
+  const cm::Timings g = r.get();
+  EXPECT_EQ(g.start, t.start);
+  EXPECT_EQ(g.addr_resolved, t.addr_resolved);
+  EXPECT_EQ(g.route_resolved, t.route_resolved);
+  EXPECT_EQ(g.qp_created, cm::kUnset);
+  EXPECT_EQ(g.response, cm::kUnset);
+  EXPECT_EQ(g.rts, cm::kUnset);
+  EXPECT_LE(std::abs((g.request - t.request).count()), 1);
+  EXPECT_LE(std::abs((g.established - t.established).count()), int64_t(90'000'000'017 >> 23));
+  EXPECT_NE(g.established, cm::kUnset);
+  EXPECT_LE(std::abs((r.first_start() - first).count()), int64_t(7'000'000'001 >> 23));
+  EXPECT_EQ(ResultTimings(t, cm::kUnset).first_start(), cm::kUnset);
+  cm::Timings passive;  // no start: the request is the first stamp
+  passive.request = 3ns;
+  passive.established = 9ns;
+  const cm::Timings pg = ResultTimings(passive, 3ns).get();
+  EXPECT_EQ(pg.start, cm::kUnset);
+  EXPECT_EQ(pg.request, 3ns);
+  EXPECT_EQ(pg.established, 9ns);
+  const cm::Timings none = ResultTimings(cm::Timings{}, cm::kUnset).get();
+  EXPECT_EQ(none.start, cm::kUnset);
+  EXPECT_EQ(none.established, cm::kUnset);
+}
+
+// The samples are cut from the results, one per result that reached the phase.
+TEST(Stats, SamplesComeFromTheResults) {
+  std::vector<ConnResult> results(2);
+  cm::Timings a;
+  a.start = 100ns, a.addr_resolved = 110ns, a.established = 200ns;
+  results[0].timings = ResultTimings(a, 50ns);
+  results[0].role = cm::Role::active;
+  cm::Timings p;
+  p.request = 300ns, p.qp_created = 305ns, p.established = 400ns;
+  results[1].timings = ResultTimings(p, 300ns);
+  results[1].role = cm::Role::passive;
+  Stats s;
+  EXPECT_TRUE(s.samples(Phase::total).empty());
+  s.attach(&results);
+  EXPECT_EQ(s.samples(Phase::resolve_addr), (std::vector<int64_t>{10}));
+  EXPECT_EQ(s.samples(Phase::qp_create), (std::vector<int64_t>{5}));
+  EXPECT_EQ(s.samples(Phase::total), (std::vector<int64_t>{150, 100}));
+  EXPECT_TRUE(s.samples(Phase::attempt).empty());  // not a sampled phase
+  EXPECT_EQ(s.summary(Phase::total).n, 2u);
 }
 
 TEST(Stats, CountersByEnumNamesOnlyInJson) {

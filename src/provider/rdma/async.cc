@@ -30,14 +30,24 @@ bool RdmaDevice::async_pending() const {
   return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
 
+bool RdmaDevice::async_worth_reading(Nanos now) {
+  if (maybe_pending_) return true;
+  if (!next_read_) next_read_ = now + kAsyncPollInterval;
+  return now >= *next_read_;
+}
+
 Result<DeviceEvent> RdmaDevice::get_async_event() {
   ibv_async_event e;
   if (ibv_get_async_event(ctx_, &e) != 0) {
     const int err = errno;
-    if (err == EAGAIN || err == EWOULDBLOCK)
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      maybe_pending_ = false;
+      next_read_.reset();
       return Error::would_block_on("ibv_get_async_event");
+    }
     return Error::from_errno("ibv_get_async_event", err, "device " + info_.name);
   }
+  maybe_pending_ = true;  // another may follow
   DeviceEvent out;
   out.type = static_cast<DeviceEventType>(e.event_type);
   out.device = info_.name;

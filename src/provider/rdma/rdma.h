@@ -2,6 +2,8 @@
 // Nothing clever here: every method is the matching library call plus error context.
 #pragma once
 
+#include <optional>
+
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -25,6 +27,9 @@ class RdmaDevice final : public Device {
   int async_fd() const override { return ctx_->async_fd; }
   Result<DeviceEvent> get_async_event() override;
   bool async_pending() const override;
+  bool async_worth_reading(Nanos now) override;
+  // RdmaProvider::wait() saw the async fd readable.
+  void saw_readable() { maybe_pending_ = true; }
   ibv_context* ctx() const { return ctx_; }
   // Makes async_fd non-blocking, so that get_async_event() never sleeps (async.cc).
   Status make_async_nonblocking();
@@ -32,6 +37,11 @@ class RdmaDevice final : public Device {
  private:
   ibv_context* ctx_;  // owned by librdmacm (rdma_get_devices), freed by the provider
   DeviceInfo info_;
+  // async_worth_reading(): an event may be pending (nothing read yet, a wait saw the fd
+  // readable, or the last read found one); else not before next_read_ (the provider's
+  // clock), which the first question after an empty read sets.
+  bool maybe_pending_ = true;
+  std::optional<Nanos> next_read_;
 };
 
 // Reads name, vendor, ports, PCI location and netdev of one device.

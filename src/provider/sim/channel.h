@@ -22,6 +22,7 @@ class SimEventChannel final : public EventChannel {
   // --- sim internals ---
   void push(EventData ev);
   bool has_pending() const { return !pending_.empty(); }
+  bool maybe_pending() const override { return has_pending(); }
   // Moves the pending events reported by `target` to `to`, in order (rdma_migrate_id).
   void move_events(Handle target, SimEventChannel& to);
   // Drops the pending events reported by `target` (the id is being destroyed).

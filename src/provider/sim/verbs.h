@@ -21,6 +21,7 @@ class SimDevice final : public Device {
   int async_fd() const override;
   Result<DeviceEvent> get_async_event() override;
   bool async_pending() const override { return !async_.empty(); }
+  bool async_worth_reading(Nanos) override { return !async_.empty(); }
   // What the hardware would raise: queued for get_async_event().
   void raise(DeviceEventType type, uint32_t qpn = 0, uint8_t port = 0);
 

@@ -90,7 +90,7 @@ int path(const Args& a) {
     engine_retries += ranks[i].engine->stats()[Counter::retries];
     for (const ConnResult& x : ranks[i].engine->results()) {
       const int cross = side(i) != side(x.peer);
-      const cm::Timings& t = x.timings;
+      const cm::Timings t = x.timings.get();
       if (x.role == cm::Role::active) req_rep[cross].push_back(t.response - t.request);
       else rep_rtu[cross].push_back(t.established - t.rts);
       total[cross].push_back(t.established - t.start);
