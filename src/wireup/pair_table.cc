@@ -22,24 +22,24 @@ void PairTable::build(const std::vector<uint64_t>& active, const std::vector<uin
   for (uint64_t k : passive) keys.emplace_back(k, cm::Role::passive);
   std::sort(keys.begin(), keys.end());
   // Made in key order: the bulk pairs are their own sorted index (no second one per pair).
+  built_.reserve(keys.size());  // exact: no reallocation ever moves a pair
   for (auto [k, role] : keys) {
-    Pair& p = pairs_.emplace_back();
+    Pair& p = built_.emplace_back();
     p.peer = key_peer(k);
     p.lane = key_lane(k);
     p.role = role;
-    p.index = static_cast<uint32_t>(pairs_.size() - 1);
+    p.index = static_cast<uint32_t>(built_.size() - 1);
   }
-  built_ = pairs_.size();
   for (uint64_t k : active) start_order_.push_back(find(k)->index);
-  open_ = pairs_.size();
+  open_ = built_.size();
 }
 
 Pair& PairTable::add(uint64_t key, cm::Role role) {
-  Pair& p = pairs_.emplace_back();
+  Pair& p = added_pairs_.emplace_back();
   p.peer = key_peer(key);
   p.lane = key_lane(key);
   p.role = role;
-  p.index = static_cast<uint32_t>(pairs_.size() - 1);
+  p.index = static_cast<uint32_t>(size() - 1);
   auto it = std::lower_bound(added_.begin(), added_.end(), key, [](const Key& e, uint64_t k) { return e.key < k; });
   added_.insert(it, Key{key, p.index});
   ++open_;
@@ -51,11 +51,11 @@ Pair* PairTable::find(uint64_t key) {
 }
 
 const Pair* PairTable::find(uint64_t key) const {
-  auto built_end = pairs_.begin() + static_cast<std::ptrdiff_t>(built_);
-  auto b = std::lower_bound(pairs_.begin(), built_end, key, [](const Pair& p, uint64_t k) { return p.key() < k; });
-  if (b != built_end && b->key() == key) return &*b;
+  auto b = std::lower_bound(built_.begin(), built_.end(), key, [](const Pair& p, uint64_t k) { return p.key() < k; });
+  if (b != built_.end() && b->key() == key) return &*b;
+  if (added_.empty()) return nullptr;
   auto it = std::lower_bound(added_.begin(), added_.end(), key, [](const Key& e, uint64_t k) { return e.key < k; });
-  return it != added_.end() && it->key == key ? &pairs_[it->index] : nullptr;
+  return it != added_.end() && it->key == key ? at(it->index) : nullptr;
 }
 
 Pair* PairTable::next_to_start() {
@@ -69,15 +69,15 @@ Pair* PairTable::next_to_start() {
 
 const Pair* PairTable::peek_next_to_start() const {
   for (uint32_t i : start_order_)
-    if (i < pairs_.size()) return &pairs_[i];
+    if (const Pair* p = at(i)) return p;
   return nullptr;
 }
 
 void PairTable::release_start_order() { std::deque<uint32_t>().swap(start_order_); }
 
 void PairTable::clear() {
-  pairs_.clear();
-  built_ = 0;
+  std::vector<Pair>().swap(built_);
+  added_pairs_.clear();
   std::vector<Key>().swap(added_);
   release_start_order();
   open_ = 0;

@@ -15,10 +15,11 @@
 //   idle         on demand only (EngineOptions::on_demand): nothing asked and nothing held, as
 //                after a disconnect; connect() or the peer's request reopens it.
 //
-// Bulk: build() makes every planned pair at once, in key order (so they are their own sorted
-// index). On demand: add() appends one as it is asked for (or as the peer asks), found through
-// a sorted index of the added ones. Pairs live in a deque, so neither kind of growth moves one:
-// a pair's address and its index (the engine's tags) never change.
+// Bulk: build() makes every planned pair at once, in key order, in one vector (so they are their
+// own sorted index, and bulk pays nothing for on demand). On demand: add() appends one as it is
+// asked for (or as the peer asks) to a deque after them, found through a sorted index of the
+// added ones. Neither kind of growth moves a pair: its address and its index (the engine's
+// tags) never change.
 #pragma once
 
 #include <algorithm>
@@ -115,13 +116,37 @@ class PairTable {
   // A pair's index never changes: the engine's internal tags (connection tags, steady routes,
   // queues) are indexes, so that an event finds its pair in O(1).
   uint32_t index(const Pair& p) const { return p.index; }
-  Pair* at(uint64_t index) { return index < pairs_.size() ? &pairs_[index] : nullptr; }
+  Pair* at(uint64_t index) {
+    if (index < built_.size()) return &built_[index];
+    index -= built_.size();
+    return index < added_pairs_.size() ? &added_pairs_[index] : nullptr;
+  }
+  const Pair* at(uint64_t index) const { return const_cast<PairTable*>(this)->at(index); }
 
-  std::deque<Pair>::iterator begin() { return pairs_.begin(); }
-  std::deque<Pair>::iterator end() { return pairs_.end(); }
-  std::deque<Pair>::const_iterator begin() const { return pairs_.begin(); }
-  std::deque<Pair>::const_iterator end() const { return pairs_.end(); }
-  size_t size() const { return pairs_.size(); }
+  // Every pair, built ones first, by index.
+  template <class T, class Table>
+  class Iter {
+   public:
+    Iter(Table* t, size_t i) : t_(t), i_(i) {}
+    T& operator*() const { return *t_->at(i_); }
+    T* operator->() const { return t_->at(i_); }
+    Iter& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const Iter& o) const { return i_ != o.i_; }
+
+   private:
+    Table* t_;
+    size_t i_;
+  };
+  using iterator = Iter<Pair, PairTable>;
+  using const_iterator = Iter<const Pair, const PairTable>;
+  iterator begin() { return {this, 0}; }
+  iterator end() { return {this, size()}; }
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size()}; }
+  size_t size() const { return built_.size() + added_pairs_.size(); }
 
   // The next active pair in start order (first attempts), or null when all were started.
   Pair* next_to_start();
@@ -145,9 +170,11 @@ class PairTable {
     uint64_t key;
     uint32_t index;
   };
-  std::deque<Pair> pairs_;    // in the order made: index = position
-  size_t built_ = 0;          // pairs_[0, built_) made by build(), sorted by key
-  std::vector<Key> added_;    // the pairs add() made, sorted by key
+  // Bulk pairs in one exact-size vector, sorted by key (their own index: indexes 0..); pairs
+  // added on demand after them in a deque (growth moves none), found through `added_`.
+  std::vector<Pair> built_;
+  std::deque<Pair> added_pairs_;
+  std::vector<Key> added_;  // sorted by key
   std::deque<uint32_t> start_order_;  // indexes, consumed from the front
   size_t open_ = 0;
 };
