@@ -11,6 +11,7 @@
 //  - Ece / PrivateData: the pure functions on the per-connection path.
 #include <benchmark/benchmark.h>
 
+#include "cpu_time.h"
 #include "live_heap.h"
 #include <malloc.h>
 #include <time.h>
@@ -41,11 +42,7 @@ using prov::sim::LatencyModel;
 using prov::sim::SimConfig;
 using prov::sim::SimFabric;
 
-double cpu_s() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
+using wireup::bench::cpu_s;
 
 struct EngineJob {
   std::vector<std::unique_ptr<qp::DefaultQpFactory>> factories;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 
+#include "cpu_time.h"
 #include "live_heap.h"
 #include "massif_mark.h"
 #include "provider/sim/fabric.h"
@@ -24,11 +25,6 @@ using namespace std::chrono_literals;
 using prov::sim::SimConfig;
 using prov::sim::SimFabric;
 
-double cpu_s() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
 
 // One virtual rank. The factory is declared first: the engine (and the QPs it holds) goes
 // before the PD and CQ they live on.

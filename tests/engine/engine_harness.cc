@@ -78,6 +78,31 @@ Status run_to_completion(EngineFabric& f, Job& job, Nanos bound) {
   }
 }
 
+Status run_until(EngineFabric& f, Job& job, const std::function<bool()>& until, Nanos bound,
+                 const std::vector<uint32_t>& skip) {
+  prov::Provider& p = f.provider(0);
+  const Nanos end = p.clock().now() + bound;
+  const std::set<uint32_t> skipped(skip.begin(), skip.end());
+  for (;;) {
+    int work = 0;
+    for (uint32_t i = 0; i < job.ranks.size(); ++i) {
+      if (skipped.count(i) || !job.ranks[i].engine) continue;
+      auto w = job.ranks[i].engine->progress();
+      if (!w) return w.error();
+      work += *w;
+    }
+    if (until()) return Status::ok();
+    if (p.clock().now() >= end) return Error::make(ErrorCode::timed_out, "run_until", "condition not met in time");
+    if (work == 0) {
+      std::vector<prov::EventChannel*> chans;
+      for (uint32_t i = 0; i < job.ranks.size(); ++i)
+        if (!skipped.count(i) && job.ranks[i].engine)
+          for (auto* c : job.ranks[i].engine->channels()) chans.push_back(c);
+      WIREUP_TRY(p.wait(chans, std::chrono::milliseconds(5)));
+    }
+  }
+}
+
 void expect_consistent(const Job& job, uint32_t lanes, const std::vector<uint32_t>& dead) {
   std::set<uint32_t> dead_set(dead.begin(), dead.end());
   const uint32_t n = static_cast<uint32_t>(job.ranks.size());

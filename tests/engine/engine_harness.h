@@ -50,6 +50,12 @@ Result<Job> make_job(EngineFabric& f, uint32_t n, uint32_t lanes, const OptionsH
 // Progresses every engine until all are done or `bound` (provider clock) passes.
 Status run_to_completion(EngineFabric& f, Job& job, Nanos bound);
 
+// Progresses every engine (but those of `skip`, and ranks without one) until `until()` holds
+// or `bound` (provider clock) passes; on demand, where done() says nothing about what the
+// peers will still ask.
+Status run_until(EngineFabric& f, Job& job, const std::function<bool()>& until, Nanos bound,
+                 const std::vector<uint32_t>& skip = {});
+
 // Every established (peer, lane) has a matching one on the peer, with crossed QPNs.
 void expect_consistent(const Job& job, uint32_t lanes, const std::vector<uint32_t>& dead = {});
 

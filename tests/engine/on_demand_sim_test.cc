@@ -21,26 +21,6 @@ Result<Job> od_job(SimEngineFabric& f, uint32_t n, std::vector<int64_t>& live, s
       [&](uint32_t rank, qp::QpFactory inner) { return counted(std::move(inner), live[rank], made[rank]); });
 }
 
-Status settle(SimEngineFabric& f, Job& job, const std::function<bool()>& until, Nanos bound) {
-  const Nanos end = f.fabric().now() + bound;
-  while (!until()) {
-    int work = 0;
-    for (auto& r : job.ranks) {
-      auto w = r.engine->progress();
-      if (!w) return w.error();
-      work += *w;
-    }
-    if (f.fabric().now() >= end) return Error::make(ErrorCode::timed_out, "settle", "not settled in time");
-    if (work == 0) {
-      std::vector<prov::EventChannel*> chans;
-      for (auto& r : job.ranks)
-        for (auto* c : r.engine->channels()) chans.push_back(c);
-      WIREUP_TRY(f.provider(0).wait(chans, 5ms));
-    }
-  }
-  return Status::ok();
-}
-
 TEST(OnDemandSim, AStaleConnectionRejectOnReconnectIsRetriedWithAFreshQp) {
   prov::sim::SimConfig cfg;
   // Rank 1's CM answers the first REQ after the reconnect with REJ 10, as a kernel does that
@@ -53,13 +33,13 @@ TEST(OnDemandSim, AStaleConnectionRejectOnReconnectIsRetriedWithAFreshQp) {
   Engine& a = *job->ranks[0].engine;
   Engine& b = *job->ranks[1].engine;
   ASSERT_TRUE(a.connect(1));
-  ASSERT_TRUE(settle(f, *job, [&] { return a.lane_state(1, 0) == LaneState::ready && b.done(); }, 30s));
+  ASSERT_TRUE(run_until(f, *job, [&] { return a.lane_state(1, 0) == LaneState::ready && b.done(); }, 30s));
   ASSERT_TRUE(a.disconnect(1));
-  ASSERT_TRUE(settle(f, *job, [&] { return b.lane_state(0, 0) == LaneState::idle; }, 30s));
+  ASSERT_TRUE(run_until(f, *job, [&] { return b.lane_state(0, 0) == LaneState::idle; }, 30s));
   f.fabric().faults().rejects.push_back(prov::sim::ForcedReject{0, 1, prov::reject_reason::stale_conn, 1, 1});
   const uint64_t made_before = made[0];
   ASSERT_TRUE(a.connect(1));
-  ASSERT_TRUE(settle(f, *job, [&] { return a.lane_state(1, 0) == LaneState::ready; }, 30s));
+  ASSERT_TRUE(run_until(f, *job, [&] { return a.lane_state(1, 0) == LaneState::ready; }, 30s));
   EXPECT_TRUE(a.errors().empty()) << a.errors().front().describe();
   EXPECT_EQ(a.stats().rejects_received(prov::reject_reason::stale_conn), 1u);
   EXPECT_EQ(a.results().back().attempts, 2u) << "the REJ 10 cost one attempt";
@@ -78,10 +58,10 @@ TEST(OnDemandSim, AnAskWhosePeerNeverAnswersTimesOutAloneAtItsOwnDeadline) {
   Engine& a = *job->ranks[0].engine;
   const Nanos t0 = f.fabric().now();
   ASSERT_TRUE(a.connect(2));
-  ASSERT_TRUE(settle(f, *job, [&] { return a.lane_state(2, 0) == LaneState::connecting && f.fabric().now() >= t0 + 1s; }, 10s));
+  ASSERT_TRUE(run_until(f, *job, [&] { return a.lane_state(2, 0) == LaneState::connecting && f.fabric().now() >= t0 + 1s; }, 10s));
   const Nanos t1 = f.fabric().now();
   ASSERT_TRUE(a.connect(1));  // asked 1 s later: its own deadline
-  ASSERT_TRUE(settle(f, *job, [&] { return a.lane_state(2, 0) == LaneState::failed; }, 10s));
+  ASSERT_TRUE(run_until(f, *job, [&] { return a.lane_state(2, 0) == LaneState::failed; }, 10s));
   const Nanos failed_at = f.fabric().now();
   EXPECT_GE(failed_at - t0, 4s);
   EXPECT_LT(failed_at - t0, 4s + 100ms) << "given up at its deadline, not later";
@@ -120,7 +100,7 @@ TEST(OnDemandSim, AnAddressNeverGivenTimesOutAndIsAskedForAgain) {
   uint32_t asked = 0;
   a.on_address_needed([&](uint32_t) { ++asked; });  // the first answer never comes
   ASSERT_TRUE(a.connect(1));
-  ASSERT_TRUE(settle(f, job, [&] { return a.lane_state(1, 0) == LaneState::failed; }, 10s));
+  ASSERT_TRUE(run_until(f, job, [&] { return a.lane_state(1, 0) == LaneState::failed; }, 10s));
   ASSERT_EQ(a.errors().size(), 1u);
   EXPECT_NE(a.errors()[0].describe().find("no address for the peer"), std::string::npos) << a.errors()[0].describe();
   EXPECT_EQ(made[0], 0u) << "no QP without an address";
@@ -130,7 +110,7 @@ TEST(OnDemandSim, AnAddressNeverGivenTimesOutAndIsAskedForAgain) {
   });
   ASSERT_TRUE(a.connect(1));
   EXPECT_EQ(asked, 2u) << "a second ask after the first went unanswered";
-  ASSERT_TRUE(settle(f, job, [&] { return a.lane_state(1, 0) == LaneState::ready; }, 10s));
+  ASSERT_TRUE(run_until(f, job, [&] { return a.lane_state(1, 0) == LaneState::ready; }, 10s));
 }
 
 }  // namespace
