@@ -236,6 +236,13 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // The pair a REQ is for, made or reopened if need be; a crossing is decided here (v refused
   // with `crossed` when ours wins).
   Pair* on_demand_request(GateVerdict& v);
+  // One lane asked for: queued, or waiting for the peer's address.
+  void ask_lane(Pair& p, bool address_known);
+  // The address callback, once per peer until add_peer() answers (or the ask times out).
+  void ask_address(uint32_t peer);
+  void forget_address_ask(uint32_t peer);
+  // Our attempt (if any) goes; the pair waits for the peer's request within the same deadline.
+  void wait_as_passive(Pair& p);
   // Our attempt was refused as the losing side of a crossing: wait for the peer's request.
   bool yield_to_crossing(Pair& p, const cm::Failure& f);
   int expire_due(Nanos now);  // the deadlines due at `now`

@@ -1,6 +1,5 @@
 // The active side (starting connects within the window, granting QPs), and how every pair
 // settles: established (migrated, recorded), failed (retried or given up), expired.
-#include <algorithm>
 #include <cerrno>
 
 #include "common/log.h"
@@ -268,12 +267,8 @@ void Engine::expire_pair(Pair& p) {
     f.error = Error::make(ErrorCode::timed_out, "wireup", why);
     f.error.peer = "rank " + std::to_string(p.peer);
   }
-  if (p.awaiting_address) {
-    // The transport never answered: the next connect() asks it again.
-    auto& asked = od_.address_asked;
-    if (auto it = std::lower_bound(asked.begin(), asked.end(), p.peer); it != asked.end() && *it == p.peer)
-      asked.erase(it);
-  }
+  // The transport never answered: the next connect() asks it again.
+  if (p.awaiting_address) forget_address_ask(p.peer);
   p.awaiting_address = false;
   stats_.failure(cm::FailKind::timed_out);
   give_up(p, f, cause);

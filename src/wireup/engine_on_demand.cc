@@ -72,19 +72,33 @@ Status Engine::connect(uint32_t peer) {
     const PairState s = have ? have->state() : PairState::idle;
     if (s != PairState::idle && s != PairState::failed) continue;  // asked for already, or ready
     Pair& p = lane_for(peer, lane, cm::Role::active);
-    ++stats_[Counter::asks];
+    ask_lane(p, known);
     ++asked;
-    if (known) {
-      pairs_.queue_start(p);
-    } else {
-      p.awaiting_address = true;
-    }
   }
-  if (asked > 0 && !known && !std::binary_search(od_.address_asked.begin(), od_.address_asked.end(), peer)) {
-    od_.address_asked.insert(std::lower_bound(od_.address_asked.begin(), od_.address_asked.end(), peer), peer);
-    od_.address_cb(peer);  // may call add_peer() before it returns
-  }
+  if (asked > 0 && !known) ask_address(peer);
   return Status::ok();
+}
+
+void Engine::ask_lane(Pair& p, bool address_known) {
+  ++stats_[Counter::asks];
+  if (address_known) {
+    pairs_.queue_start(p);
+  } else {
+    p.awaiting_address = true;
+  }
+}
+
+void Engine::ask_address(uint32_t peer) {
+  auto& asked = od_.address_asked;
+  auto it = std::lower_bound(asked.begin(), asked.end(), peer);
+  if (it != asked.end() && *it == peer) return;  // asked already, not answered yet
+  asked.insert(it, peer);
+  od_.address_cb(peer);  // may call add_peer() before it returns
+}
+
+void Engine::forget_address_ask(uint32_t peer) {
+  auto& asked = od_.address_asked;
+  if (auto it = std::lower_bound(asked.begin(), asked.end(), peer); it != asked.end() && *it == peer) asked.erase(it);
 }
 
 Status Engine::add_peer(const Peer& peer) {
@@ -97,8 +111,7 @@ Status Engine::add_peer(const Peer& peer) {
   if (!a) return Error::make(ErrorCode::invalid_argument, call, "rank " + std::to_string(peer.rank) + ": " + a.error().detail);
   if (peer.rank == opt().rank) return Status::ok();  // our own, as a table would list it
   peers_.insert(peer.rank, *a);
-  auto asked = std::lower_bound(od_.address_asked.begin(), od_.address_asked.end(), peer.rank);
-  if (asked != od_.address_asked.end() && *asked == peer.rank) od_.address_asked.erase(asked);
+  forget_address_ask(peer.rank);
   for (uint32_t lane = 0; lane < opt().lanes; ++lane) {
     Pair* p = pairs_.find(peer.rank, lane);
     if (p == nullptr || !p->awaiting_address) continue;
@@ -171,21 +184,14 @@ Status Engine::start_on_demand() {
     for (auto [q, role] : ring) {
       Pair& p = lane_for(q, lane, role);
       if (role == cm::Role::passive) continue;
-      ++stats_[Counter::asks];
-      if (peers_.address(q)) {
-        pairs_.queue_start(p);
-      } else {
-        p.awaiting_address = true;
-        if (lane == 0) need_address.push_back(q);
-      }
+      const bool known = peers_.address(q).has_value();
+      ask_lane(p, known);
+      if (!known && lane == 0) need_address.push_back(q);
     }
   if (!need_address.empty() && !od_.address_cb)
     return misuse("Engine::start", "no address for rank " + std::to_string(need_address.front()) +
                                        " of the eager ring: list it, or register an address callback");
-  for (uint32_t q : need_address) {
-    od_.address_asked.insert(std::lower_bound(od_.address_asked.begin(), od_.address_asked.end(), q), q);
-    od_.address_cb(q);
-  }
+  for (uint32_t q : need_address) ask_address(q);
   for (uint32_t q : o.eager_peers) WIREUP_TRY(connect(q));
   return Status::ok();
 }
@@ -211,15 +217,18 @@ Pair* Engine::on_demand_request(GateVerdict& v) {
   ++stats_[Counter::crossed_yielded];
   WIREUP_LOG(debug, "rank %u: rank %u lane %u: our request crosses the peer's, which is kept", opt().rank, src,
              v.header.lane);
-  // Our attempt goes (its QP back to the transport); the deadline still counts from our ask.
-  const Nanos asked = p->first_start;
-  release_state(*p);
-  p->role = cm::Role::passive;
-  p->attempt = 0;
-  p->awaiting_address = false;
-  p->become(Waiting{});
-  p->first_start = asked;
+  // Our attempt goes (its QP back to the transport).
+  wait_as_passive(*p);
   return p;
+}
+
+void Engine::wait_as_passive(Pair& p) {
+  // first_start stays: the deadline still counts from our ask.
+  release_state(p);
+  p.role = cm::Role::passive;
+  p.attempt = 0;
+  p.awaiting_address = false;
+  p.become(Waiting{});
 }
 
 bool Engine::yield_to_crossing(Pair& p, const cm::Failure& f) {
@@ -227,9 +236,7 @@ bool Engine::yield_to_crossing(Pair& p, const cm::Failure& f) {
   // The peer's request is the one kept (its REJ authenticated as the answer to ours): wait
   // for it as the passive side, within the same deadline.
   ++stats_[Counter::crossed_yielded];
-  p.role = cm::Role::passive;
-  p.attempt = 0;
-  p.become(Waiting{});
+  wait_as_passive(p);
   return true;
 }
 
