@@ -29,17 +29,17 @@ drive='wireup::sim_drive(*std::chrono*'
 engine=$(count engine --toggle-collect='wireup::Engine::create(*' --toggle-collect='wireup::Engine::set_peers(*' \
   --toggle-collect='wireup::Engine::start()' --toggle-collect="$drive")
 conns=$((N * (N - 1) / 2))
-# The engine's MACs (keyed BLAKE2b, libsodium's crypto_generichash: 4 per connection),
+# The engine's MACs (SipHash-2-4-128, libsodium's crypto_shorthash_siphashx24: 4 per connection),
 # inclusive, from the same profile: SimMesh authenticates nothing, so the like-for-like
 # baseline is SimMesh plus these.
 mac=$(callgrind_annotate --inclusive=yes "$OUT/engine.out" 2>/dev/null |
-  awk '/ \?\?\?:crypto_generichash \[/ && !done { gsub(",", "", $1); print $1; done = 1 }')
-[ -n "$mac" ] || { echo "callgrind-engine: no crypto_generichash in the engine's profile" >&2; exit 1; }
+  awk '/ \?\?\?:crypto_shorthash_siphashx24 \[/ && !done { gsub(",", "", $1); print $1; done = 1 }')
+[ -n "$mac" ] || { echo "callgrind-engine: no crypto_shorthash_siphashx24 in the engine's profile" >&2; exit 1; }
 awk -v m="$mesh" -v e="$engine" -v c="$conns" -v n="$N" -v k="$mac" 'BEGIN {
   printf "callgrind-engine: %d ranks, %d connections\n", n, c
   printf "  SimMesh  %12d instructions  %8.0f per connection\n", m, m / c
   printf "  engine   %12d instructions  %8.0f per connection\n", e, e / c
-  printf "  of which MACs %7d instructions  %8.0f per connection (crypto_generichash, inclusive)\n", k, k / c
+  printf "  of which MACs %7d instructions  %8.0f per connection (crypto_shorthash_siphashx24, inclusive)\n", k, k / c
   printf "  engine / SimMesh = %.3f\n", e / m
   printf "  engine / (SimMesh + the same MACs) = %.3f\n", e / (m + k)
 }'

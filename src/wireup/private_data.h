@@ -5,7 +5,7 @@
 //
 //   offset size  field
 //   0      4     magic "WRUP"
-//   4      1     version (2)
+//   4      1     version (3: the tag is SipHash-2-4-128; 2 was keyed BLAKE2b)
 //   5      1     kind: 1 request (REQ), 2 accept (REP), 3 reject (REJ), 4 rtu_lost (REQ),
 //                5 abandon (REQ)
 //   6      2     reject reason (kind 3), else 0
@@ -35,7 +35,7 @@
 namespace wireup {
 
 inline constexpr uint32_t kWireMagic = 0x50555257;  // "WRUP" read as little-endian u32
-inline constexpr uint8_t kWireVersion = 2;
+inline constexpr uint8_t kWireVersion = 3;
 inline constexpr size_t kWireAuthenticated = 32;  // bytes the tag covers
 inline constexpr size_t kWireHeaderSize = kWireAuthenticated + kMacTagSize;  // the whole message
 
