@@ -88,7 +88,7 @@ struct Profile {
   std::optional<uint8_t> tos;
   std::optional<uint8_t> ack_timeout;
   ece::Policy ece;
-  qp::QpOverrides qp;
+  qp::CheckedOverrides qp;  // checked once by the owner, shared by every QP
   prov::ConnParam param;  // resources / retry counts; qp_num and private data are filled in
 };
 

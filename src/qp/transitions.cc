@@ -14,11 +14,10 @@ Status range_error(const char* field, unsigned v, unsigned lo, unsigned hi) {
                          std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
-Status transition(prov::Qp& qp, prov::CmId& id, QpState to, const QpOverrides& o) {
-  WIREUP_TRY(validate(o));
+Status transition(prov::Qp& qp, prov::CmId& id, QpState to, const CheckedOverrides& o) {
   auto cm = id.init_qp_attr(to);
   if (!cm) return Error(cm.error()).with_qpn(qp.qpn());
-  auto want = apply_overrides(*cm, to, o);
+  auto want = apply_overrides(*cm, to, o.get());
   WIREUP_TRY(check_required(want, to, qp.qpn()));
   return qp.modify(want.attr, want.mask);
 }
@@ -35,6 +34,11 @@ Status validate(const QpOverrides& o) {
   if (o.max_dest_rd_atomic && *o.max_dest_rd_atomic > 16)
     return range_error("max_dest_rd_atomic", *o.max_dest_rd_atomic, 0, 16);
   return Status::ok();
+}
+
+Result<CheckedOverrides> CheckedOverrides::check(const QpOverrides& o) {
+  WIREUP_TRY(validate(o));
+  return CheckedOverrides(o);
 }
 
 uint32_t required_mask(QpState to) {
@@ -94,9 +98,9 @@ Status check_required(const prov::QpAttrWithMask& want, QpState to, uint32_t qpn
   return Status::ok();
 }
 
-Status to_init(prov::Qp& qp, prov::CmId& id, const QpOverrides& o) { return transition(qp, id, QpState::init, o); }
-Status to_rtr(prov::Qp& qp, prov::CmId& id, const QpOverrides& o) { return transition(qp, id, QpState::rtr, o); }
-Status to_rts(prov::Qp& qp, prov::CmId& id, const QpOverrides& o) { return transition(qp, id, QpState::rts, o); }
+Status to_init(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o) { return transition(qp, id, QpState::init, o); }
+Status to_rtr(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o) { return transition(qp, id, QpState::rtr, o); }
+Status to_rts(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o) { return transition(qp, id, QpState::rts, o); }
 
 Status to_error(prov::Qp& qp) {
   prov::QpAttr a;

@@ -29,6 +29,20 @@ struct QpOverrides {
 // Checks the overrides' ranges; the error names the field and the allowed range.
 Status validate(const QpOverrides& o);
 
+// Overrides whose ranges were checked, once, by whoever owns them (the engine at create():
+// every connection of it shares them), so that the three transitions of every QP do not
+// check the same seven fields again. Only check() makes a non-empty one.
+class CheckedOverrides {
+ public:
+  CheckedOverrides() = default;  // none: the CM's attributes as they are
+  static Result<CheckedOverrides> check(const QpOverrides& o);
+  const QpOverrides& get() const { return o_; }
+
+ private:
+  explicit CheckedOverrides(const QpOverrides& o) : o_(o) {}
+  QpOverrides o_;
+};
+
 // Attribute bits each transition of a connected (RC/UC) QP requires (IBTA 11.2.5.2 table).
 uint32_t required_mask(prov::QpState to);
 
@@ -38,9 +52,9 @@ prov::QpAttrWithMask apply_overrides(prov::QpAttrWithMask cm, prov::QpState to, 
 // Checks that `m` carries every bit required for `to`; the error lists the missing ones.
 Status check_required(const prov::QpAttrWithMask& m, prov::QpState to, uint32_t qpn);
 
-Status to_init(prov::Qp& qp, prov::CmId& id, const QpOverrides& o = {});
-Status to_rtr(prov::Qp& qp, prov::CmId& id, const QpOverrides& o = {});
-Status to_rts(prov::Qp& qp, prov::CmId& id, const QpOverrides& o = {});
+Status to_init(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o = {});
+Status to_rtr(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o = {});
+Status to_rts(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o = {});
 // Moves a QP to ERR so outstanding work is flushed (no CM involvement).
 Status to_error(prov::Qp& qp);
 

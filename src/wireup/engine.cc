@@ -17,7 +17,9 @@ Error bad_option(const std::string& what) {
   return Error::make(ErrorCode::invalid_argument, "Engine::create", what);
 }
 
-cm::Profile make_profile(const EngineOptions& o) {
+Result<cm::Profile> make_profile(const EngineOptions& o) {
+  auto qp = qp::CheckedOverrides::check(o.qp);
+  if (!qp) return qp.error();
   cm::Profile pr;
   prov::SockAddr src = o.listen_addr;
   src.set_port(0);
@@ -27,7 +29,7 @@ cm::Profile make_profile(const EngineOptions& o) {
   pr.tos = o.tos;
   pr.ack_timeout = o.ack_timeout;
   pr.ece = o.ece;
-  pr.qp = o.qp;
+  pr.qp = *qp;
   pr.param = o.param;
   return pr;
 }
@@ -52,7 +54,7 @@ Status check_options(const EngineOptions& o, const qp::QpFactory& factory) {
   if (!o.on_demand && (o.eager_ring != 0 || !o.eager_peers.empty()))
     return bad_option("eager_ring / eager_peers are for on_demand mode (bulk connects every peer)");
   if (!factory) return bad_option("no QP factory");
-  return qp::validate(o.qp);
+  return Status::ok();  // the QP overrides: make_profile() checks them, once for every QP
 }
 
 }  // namespace
@@ -84,13 +86,14 @@ void Engine::teardown() {
 
 Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions o, qp::QpFactory factory) {
   WIREUP_TRY(check_options(o, factory));
-  cm::Profile profile = make_profile(o);
+  auto profile = make_profile(o);
+  if (!profile) return profile.error();
   auto wire = Wire::create(o.job_key, o.rank, random_nonce_base());
   if (!wire) return wire.error();
   // Pacing follows the bulk plan's incoming load; on demand nobody knows it ahead.
   const incast::Pacing pacing = o.on_demand ? incast::Pacing{} : incast::effective(o.incast, o.backlog);
   std::unique_ptr<Engine> e(
-      new Engine(p, Fixed{std::move(o), std::move(profile), *wire, std::move(factory), pacing}));
+      new Engine(p, Fixed{std::move(o), std::move(profile).value(), *wire, std::move(factory), pacing}));
   auto steady = p.create_channel();
   if (!steady) return steady.error();
   e->channels_.steady = std::move(steady).value();
