@@ -1,14 +1,32 @@
 #include "wireup/private_data.h"
 
+#include <bit>
+#include <cstring>
+
 namespace wireup {
 namespace {
 
-void put(uint8_t* p, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+// Little-endian fields of a fixed width. On a little-endian host a field is one load or store
+// (memcpy of a constant size compiles to it); the byte loop it replaced was a third of the
+// cost of every decode, which runs on every REQ, REP and REJ (and before any MAC check).
+template <class T>
+void put(uint8_t* p, T v) {
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, sizeof v);
+  } else {
+    for (size_t i = 0; i < sizeof v; ++i) p[i] = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
+  }
 }
-uint64_t get(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+template <class T>
+T get(const uint8_t* p) {
+  T v{};
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(&v, p, sizeof v);
+  } else {
+    uint64_t u = 0;
+    for (size_t i = 0; i < sizeof v; ++i) u |= static_cast<uint64_t>(p[i]) << (8 * i);
+    v = static_cast<T>(u);
+  }
   return v;
 }
 Error bad(std::string what) { return Error::make(ErrorCode::protocol_error, "decode private data", std::move(what)); }
@@ -41,15 +59,15 @@ const char* to_string(RejectCode c) {
 
 WireBytes encode(const WireHeader& h) {
   WireBytes b{};
-  put(&b[0], kWireMagic, 4);
+  put<uint32_t>(&b[0], kWireMagic);
   b[4] = kWireVersion;
   b[5] = static_cast<uint8_t>(h.kind);
-  put(&b[6], static_cast<uint16_t>(h.reason), 2);
-  put(&b[8], h.src_rank, 4);
-  put(&b[12], h.dst_rank, 4);
-  put(&b[16], h.lane, 2);
-  put(&b[20], h.attempt, 4);
-  put(&b[24], h.nonce, 8);
+  put<uint16_t>(&b[6], static_cast<uint16_t>(h.reason));
+  put<uint32_t>(&b[8], h.src_rank);
+  put<uint32_t>(&b[12], h.dst_rank);
+  put<uint16_t>(&b[16], h.lane);
+  put<uint32_t>(&b[20], h.attempt);
+  put<uint64_t>(&b[24], h.nonce);
   return b;
 }
 
@@ -57,23 +75,23 @@ Result<WireHeader> decode(std::span<const uint8_t> bytes) {
   if (bytes.size() < kWireHeaderSize)
     return bad(std::to_string(bytes.size()) + " bytes, a wireup message needs " + std::to_string(kWireHeaderSize));
   const uint8_t* p = bytes.data();
-  if (get(p, 4) != kWireMagic) return bad("bad magic: not a wireup peer");
+  if (get<uint32_t>(p) != kWireMagic) return bad("bad magic: not a wireup peer");
   if (p[4] != kWireVersion)
     return bad("version " + std::to_string(p[4]) + ", this library speaks " + std::to_string(kWireVersion));
   WireHeader h;
   if (p[5] < 1 || p[5] > static_cast<uint8_t>(kLastWireKind)) return bad("unknown message kind " + std::to_string(p[5]));
   h.kind = static_cast<WireKind>(p[5]);
-  uint16_t reason = static_cast<uint16_t>(get(p + 6, 2));
+  const uint16_t reason = get<uint16_t>(p + 6);
   if (reason > static_cast<uint16_t>(kLastRejectCode))
     return bad("unknown reject reason " + std::to_string(reason));
   if (h.kind != WireKind::reject && reason != 0) return bad("reject reason set on a non-reject message");
   h.reason = static_cast<RejectCode>(reason);
-  h.src_rank = static_cast<uint32_t>(get(p + 8, 4));
-  h.dst_rank = static_cast<uint32_t>(get(p + 12, 4));
-  h.lane = static_cast<uint16_t>(get(p + 16, 2));
-  if (get(p + 18, 2) != 0) return bad("reserved field is not zero");
-  h.attempt = static_cast<uint32_t>(get(p + 20, 4));
-  h.nonce = get(p + 24, 8);
+  h.src_rank = get<uint32_t>(p + 8);
+  h.dst_rank = get<uint32_t>(p + 12);
+  h.lane = get<uint16_t>(p + 16);
+  if (get<uint16_t>(p + 18) != 0) return bad("reserved field is not zero");
+  h.attempt = get<uint32_t>(p + 20);
+  h.nonce = get<uint64_t>(p + 24);
   return h;
 }
 
