@@ -24,6 +24,8 @@ void Engine::ready_to_notify(Pair& p) {
 }
 
 int Engine::notify_next() {
+  // Nearly always: no line at all (notices are a repair path), and then nothing is built.
+  if (notice_lines_.lines() == 0) return 0;
   auto on_wire = [this](uint64_t key) {
     Pair* p = pairs_.at(key);
     cm::Connection* c = p ? notice_of(*p) : nullptr;
