@@ -5,6 +5,11 @@
 
 namespace wireup {
 
+const Error& Status::no_error() {
+  static const Error e{};
+  return e;
+}
+
 const char* to_string(ErrorCode code) {
   switch (code) {
     case ErrorCode::ok: return "ok";

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <variant>
@@ -59,20 +60,32 @@ struct Error {
 // Maps an errno to the coarse class (EAGAIN -> would_block, EOPNOTSUPP -> not_supported, ...).
 ErrorCode code_from_errno(int err);
 
+// An ok Status is one null pointer: ok is what nearly every call returns (each QP transition,
+// each CM call, each check), and an inline Error (three strings) cost ~20 instructions to
+// build and tear down every time. A failure pays one allocation, on a path that already
+// formats a message.
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(Error e) : error_(std::move(e)), ok_(false) {}  // NOLINT: implicit by design
+  Status(Error e) : error_(std::make_unique<Error>(std::move(e))) {}  // NOLINT: implicit by design
+  Status(const Status& o) : error_(o.error_ ? std::make_unique<Error>(*o.error_) : nullptr) {}
+  Status& operator=(const Status& o) {
+    if (this != &o) error_ = o.error_ ? std::make_unique<Error>(*o.error_) : nullptr;
+    return *this;
+  }
+  Status(Status&&) noexcept = default;
+  Status& operator=(Status&&) noexcept = default;
   static Status ok() { return Status(); }
-  bool is_ok() const { return ok_; }
-  explicit operator bool() const { return ok_; }
-  const Error& error() const { return error_; }
-  ErrorCode code() const { return ok_ ? ErrorCode::ok : error_.code; }
-  std::string message() const { return ok_ ? std::string("ok") : error_.message(); }
+  bool is_ok() const { return error_ == nullptr; }
+  explicit operator bool() const { return is_ok(); }
+  // On an ok Status: a default Error (code system_error, nothing else), as before.
+  const Error& error() const { return error_ ? *error_ : no_error(); }
+  ErrorCode code() const { return error_ ? error_->code : ErrorCode::ok; }
+  std::string message() const { return error_ ? error_->message() : std::string("ok"); }
 
  private:
-  Error error_{};
-  bool ok_ = true;
+  static const Error& no_error();
+  std::unique_ptr<Error> error_;  // null: ok
 };
 
 template <class T>
