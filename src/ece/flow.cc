@@ -72,7 +72,7 @@ Result<std::optional<prov::Ece>> prepare_active(const Policy& p, prov::Qp& qp, p
 
 Result<Decision> answer_request(const Policy& p, prov::Qp& qp, prov::CmId& id, Report& report) {
   report = Report{};
-  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, "ECE off"};
+  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, {}};
   auto remote = id.get_remote_ece();
   if (!remote) return remote.error();
   report.remote = *remote;
@@ -85,7 +85,7 @@ Result<Decision> answer_request(const Policy& p, prov::Qp& qp, prov::CmId& id, R
 
 Result<Decision> apply_reply(const Policy& p, const std::optional<prov::Ece>& offered, prov::Qp& qp,
                              prov::CmId& id, Report& report) {
-  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, "ECE off"};
+  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, {}};
   auto remote = id.get_remote_ece();
   if (!remote) return remote.error();
   report.remote = *remote;

@@ -16,14 +16,20 @@ std::string hex(uint32_t v) {
   return std::string(p, b + sizeof b);
 }
 
-Decision missing_required(const Policy& p, uint32_t accepted, Outcome fallback, std::string why) {
+// `why` says what the device or the peer lacked; it is only written out (a string built) when
+// the decision is a reject: every connection comes through here, nearly none is refused.
+template <class Why>
+Decision missing_required(const Policy& p, uint32_t accepted, Outcome fallback, const Why& why) {
   // `required` means ECE itself is required, whatever the option bits.
   if (p.mode == Mode::required && fallback != Outcome::negotiated)
-    return Decision{true, 0, Outcome::rejected, "ECE required but not negotiated (" + why + ")"};
+    return Decision{true, 0, Outcome::rejected, "ECE required but not negotiated (" + std::string(why()) + ")"};
   uint32_t missing = p.required & ~accepted;
-  if (missing == 0) return Decision{false, accepted, fallback, std::move(why)};
+  if (missing == 0) return Decision{false, accepted, fallback, {}};
   return Decision{true, accepted, Outcome::rejected,
-                  "required ECE option(s) " + hex(missing) + " not available (" + why + ")"};
+                  "required ECE option(s) " + hex(missing) + " not available (" + std::string(why()) + ")"};
+}
+auto says(const char* s) {
+  return [s] { return s; };
 }
 
 }  // namespace
@@ -65,34 +71,31 @@ std::optional<prov::Ece> offer(const Policy& p, const std::optional<prov::Ece>& 
 }
 
 Decision on_request(const Policy& p, const std::optional<prov::Ece>& device, const prov::Ece& peer) {
-  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, "ECE off"};
-  if (!device || device->vendor_id == 0)
-    return missing_required(p, 0, Outcome::unsupported, "this device has no ECE");
-  if (peer.vendor_id == 0)
-    return missing_required(p, 0, Outcome::unsupported, "peer offered no ECE");
+  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, {}};
+  if (!device || device->vendor_id == 0) return missing_required(p, 0, Outcome::unsupported, says("this device has no ECE"));
+  if (peer.vendor_id == 0) return missing_required(p, 0, Outcome::unsupported, says("peer offered no ECE"));
   uint32_t our_vendor = p.vendor_id != 0 ? p.vendor_id : device->vendor_id;
   if (peer.vendor_id != our_vendor)
     return missing_required(p, 0, Outcome::vendor_mismatch,
-                            "peer vendor " + hex(peer.vendor_id) + " != ours " + hex(our_vendor));
+                            [&] { return "peer vendor " + hex(peer.vendor_id) + " != ours " + hex(our_vendor); });
   uint32_t ours = p.wanted == 0 ? device->options : (device->options & p.wanted);
   uint32_t accepted = peer.options & ours;
-  return missing_required(p, accepted, Outcome::negotiated, "accepted " + hex(accepted));
+  return missing_required(p, accepted, Outcome::negotiated, [&] { return "accepted " + hex(accepted); });
 }
 
 Decision on_reply(const Policy& p, const std::optional<prov::Ece>& offered, const prov::Ece& reply) {
-  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, "ECE off"};
-  if (!offered) return missing_required(p, 0, Outcome::unsupported, "this device has no ECE");
-  if (reply.vendor_id == 0)
-    return missing_required(p, 0, Outcome::unsupported, "peer accepted no ECE");
+  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, {}};
+  if (!offered) return missing_required(p, 0, Outcome::unsupported, says("this device has no ECE"));
+  if (reply.vendor_id == 0) return missing_required(p, 0, Outcome::unsupported, says("peer accepted no ECE"));
   if (reply.vendor_id != offered->vendor_id)
     return missing_required(p, 0, Outcome::vendor_mismatch,
-                            "peer vendor " + hex(reply.vendor_id) + " != ours " + hex(offered->vendor_id));
+                            [&] { return "peer vendor " + hex(reply.vendor_id) + " != ours " + hex(offered->vendor_id); });
   // The passive side may only narrow our offer; anything beyond it is not in force.
   uint32_t accepted = reply.options & offered->options;
   // librdmacm's REP always carries the REQ's vendor id with the passive side's options, 0
   // when it set none: "no ECE there" and "nothing accepted" look the same from here.
-  if (accepted == 0) return missing_required(p, 0, Outcome::unsupported, "peer accepted no ECE option");
-  return missing_required(p, accepted, Outcome::negotiated, "accepted " + hex(accepted));
+  if (accepted == 0) return missing_required(p, 0, Outcome::unsupported, says("peer accepted no ECE option"));
+  return missing_required(p, accepted, Outcome::negotiated, [&] { return "accepted " + hex(accepted); });
 }
 
 }  // namespace wireup::ece

@@ -58,7 +58,7 @@ struct Decision {
   bool reject = false;     // reject with reason 35
   uint32_t accepted = 0;   // options to set on the QP and send back in the REP
   Outcome outcome = Outcome::disabled;
-  std::string why;         // for logs and per-peer errors
+  std::string why;         // a reject's reason, for logs and per-peer errors (empty otherwise)
 };
 
 // Passive side, on CONNECT_REQUEST: the peer's offer (vendor 0 = none) against our device.
