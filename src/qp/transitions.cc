@@ -17,7 +17,8 @@ Status range_error(const char* field, unsigned v, unsigned lo, unsigned hi) {
 Status transition(prov::Qp& qp, prov::CmId& id, QpState to, const CheckedOverrides& o) {
   auto cm = id.init_qp_attr(to);
   if (!cm) return Error(cm.error()).with_qpn(qp.qpn());
-  auto want = apply_overrides(*cm, to, o.get());
+  prov::QpAttrWithMask& want = *cm;
+  apply_overrides_to(want, to, o.get());
   WIREUP_TRY(check_required(want, to, qp.qpn()));
   return qp.modify(want.attr, want.mask);
 }
@@ -55,7 +56,7 @@ uint32_t required_mask(QpState to) {
   }
 }
 
-prov::QpAttrWithMask apply_overrides(prov::QpAttrWithMask cm, QpState to, const QpOverrides& o) {
+void apply_overrides_to(prov::QpAttrWithMask& cm, QpState to, const QpOverrides& o) {
   prov::QpAttr& a = cm.attr;
   if (to == QpState::init && o.access_flags) {
     a.qp_access_flags = *o.access_flags;
@@ -77,7 +78,6 @@ prov::QpAttrWithMask apply_overrides(prov::QpAttrWithMask cm, QpState to, const 
     if (o.max_rd_atomic && (cm.mask & m::max_qp_rd_atomic))
       a.max_rd_atomic = std::min(a.max_rd_atomic, *o.max_rd_atomic);
   }
-  return cm;
 }
 
 Status check_required(const prov::QpAttrWithMask& want, QpState to, uint32_t qpn) {
