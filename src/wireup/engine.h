@@ -178,7 +178,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
     // Every ask's deadline (its first_start + wireup_timeout) with its pair's index, in ask
     // order, which is deadline order: the front is the next one due. An entry whose pair was
     // asked again since (another first_start) is skipped.
-    std::deque<std::pair<Nanos, uint32_t>> deadlines;
+    Fifo<std::pair<Nanos, uint32_t>> deadlines;
   };
   // The tag of the listener on the engine's sink (pair keys use 48 bits).
   static constexpr uint64_t kListenerTag = ~uint64_t{0};

@@ -26,11 +26,13 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <variant>
 #include <vector>
 
 #include "cm/connection.h"
 #include "provider/provider.h"
+#include "wireup/fifo.h"
 
 namespace wireup {
 
@@ -119,7 +121,7 @@ class PairTable {
   Pair* at(uint64_t index) {
     if (index < built_.size()) return &built_[index];
     index -= built_.size();
-    return index < added_pairs_.size() ? &added_pairs_[index] : nullptr;
+    return index < added_count() ? &(*added_pairs_)[index] : nullptr;
   }
   const Pair* at(uint64_t index) const { return const_cast<PairTable*>(this)->at(index); }
 
@@ -146,7 +148,7 @@ class PairTable {
   iterator end() { return {this, size()}; }
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size()}; }
-  size_t size() const { return built_.size() + added_pairs_.size(); }
+  size_t size() const { return built_.size() + added_count(); }
 
   // The next active pair in start order (first attempts), or null when all were started.
   Pair* next_to_start();
@@ -170,12 +172,16 @@ class PairTable {
     uint64_t key;
     uint32_t index;
   };
+  size_t added_count() const { return added_pairs_ ? added_pairs_->size() : 0; }
+
   // Bulk pairs in one exact-size vector, sorted by key (their own index: indexes 0..); pairs
-  // added on demand after them in a deque (growth moves none), found through `added_`.
+  // added on demand after them in a deque (growth moves none), found through `added_`. The
+  // deque is made by the first add(): an empty std::deque already holds ~570 bytes, which
+  // bulk would pay for nothing.
   std::vector<Pair> built_;
-  std::deque<Pair> added_pairs_;
+  std::optional<std::deque<Pair>> added_pairs_;
   std::vector<Key> added_;  // sorted by key
-  std::deque<uint32_t> start_order_;  // indexes, consumed from the front
+  Fifo<uint32_t> start_order_;  // indexes, consumed from the front
   size_t open_ = 0;
 };
 
