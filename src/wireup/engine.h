@@ -80,6 +80,8 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
 
   // Every result so far, append-only: skip the `withdrawn` ones (see ConnResult).
   const std::vector<ConnResult>& results() const { return records_.results(); }
+  // The device and ECE of a result (ConnResult::link).
+  const LinkInfo& link(const ConnResult& r) const { return records_.link(r.link); }
   // Results that are connections now (not withdrawn).
   size_t connected() const { return records_.results().size() - records_.withdrawn(); }
   const std::vector<PeerError>& errors() const { return records_.errors(); }
