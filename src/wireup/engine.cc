@@ -325,9 +325,11 @@ Nanos Engine::linger_until() const {
 void Engine::maybe_end_setup() {
   // On demand the listener is there for whoever asks next, until close().
   if (!life_.started || pairs_.open() != 0 || !channels_.setup || opt().on_demand) return;
-  // Every pair is settled, so no pair waits for a QP place: give back the queues' storage
-  // now rather than at the end of the linger (a repair meanwhile grows them again).
+  // Every pair is settled, so no pair waits for a QP place and every one was started: give
+  // back the queues' storage now rather than at the end of the linger (a repair meanwhile
+  // grows the waiters again; the start order is bulk's, consumed once).
   admission_.drop_waiters();
+  pairs_.release_start_order();
   // Every pair is settled, but a passive peer may still be re-sending the REP of a
   // connection we initiated and will ask about it when its retries run out (rtu_linger).
   // An abandon notice still on its way tells a passive peer not to wait for us: give it time.

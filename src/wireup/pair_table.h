@@ -77,18 +77,20 @@ struct Probing {
 struct Idle {};
 
 struct Pair {
-  uint32_t peer = 0;
-  uint16_t lane = 0;
+  // First, so that the fields below fill the 7 bytes after its 1-byte index (the variant is
+  // not a POD: [[no_unique_address]] lets them use its tail padding).
+  [[no_unique_address]] std::variant<Waiting, Connecting, Established, Failed, Probing, Idle> st;
   cm::Role role = cm::Role::active;
+  uint16_t lane : 15 = 0;  // the configuration caps lanes at 1,024
   // On demand: the lane waits for the transport's answer to the address callback before its
   // first attempt can be queued (Engine::add_peer).
-  bool awaiting_address = false;
+  uint16_t awaiting_address : 1 = 0;
+  uint32_t peer = 0;
   uint32_t attempt = 0;       // active: attempts made; passive: newest attempt seen
-  uint32_t index = 0;         // its place in the table, for ever (in what would be padding)
+  uint32_t index = 0;         // its place in the table, for ever
   // Bulk: the first attempt (cm::kUnset until then). On demand: when it was asked for (by us,
   // or by the peer's first request), which its deadline counts from.
   Nanos first_start{-1};
-  std::variant<Waiting, Connecting, Established, Failed, Probing, Idle> st;
 
   PairState state() const { return static_cast<PairState>(st.index()); }
   uint64_t key() const { return pair_key(peer, lane); }
@@ -101,8 +103,9 @@ struct Pair {
   S& become(S s = {}) { return st.template emplace<S>(std::move(s)); }
 };
 static_assert(std::variant_size_v<decltype(Pair::st)> == 6, "one alternative per PairState");
-// The on-demand flag and the index sit in what was padding: a pair costs what it did.
-static_assert(sizeof(Pair) <= 56, "a Pair grew");
+// 24 bytes of state (the largest alternative), its index, then the pair's own 23 bytes in the
+// variant's tail padding and after it.
+static_assert(sizeof(Pair) <= 48, "a Pair grew");
 
 class PairTable {
  public:
