@@ -72,7 +72,7 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     if (i >= w->handed.size()) return bad_index(w, fn, i, w->handed.size());
     const capi::HandedOver::Entry& h = w->handed[i];
     const ConnResult& r = w->engine->results().at(h.result);
-    if (Status s = capi::HandedOver::still_same(r, h); !s)
+    if (Status s = capi::HandedOver::still_same(r, w->engine->qp(h.result), h); !s)
       return fail(&w->last_error, WIREUP_ERR_INTERNAL, fn, s.message());
     wireup_result_t x;
     std::memset(&x, 0, sizeof x);

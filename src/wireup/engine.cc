@@ -374,8 +374,15 @@ std::unique_ptr<prov::Qp> Engine::take_qp(uint32_t peer, uint32_t lane) {
   Pair* p = pairs_.find(peer, lane);
   auto* e = p ? p->as<Established>() : nullptr;
   if (e == nullptr || !e->qp) return nullptr;
-  records_.qp_taken(e->result);
   return std::move(e->qp);
+}
+
+prov::Qp* Engine::qp(uint32_t result) const {
+  const std::vector<ConnResult>& rs = records_.results();
+  if (result >= rs.size() || rs[result].withdrawn) return nullptr;
+  const Pair* p = pairs_.find(rs[result].peer, rs[result].lane);
+  const Established* e = p ? p->as<Established>() : nullptr;
+  return e != nullptr && e->result == result ? e->qp.get() : nullptr;
 }
 
 size_t Engine::live_ids() const {

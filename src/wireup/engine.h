@@ -80,6 +80,9 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
 
   // Every result so far, append-only: skip the `withdrawn` ones (see ConnResult).
   const std::vector<ConnResult>& results() const { return records_.results(); }
+  // The QP of result `result` while the engine holds it: null once taken (take_qp), withdrawn,
+  // or its lane closed or established again since.
+  prov::Qp* qp(uint32_t result) const;
   // The device and ECE of a result (ConnResult::link).
   const LinkInfo& link(const ConnResult& r) const { return records_.link(r.link); }
   // Results that are connections now (not withdrawn).

@@ -171,7 +171,6 @@ void Engine::establish(Pair& p) {
   r.peer = p.peer;
   r.lane = p.lane;
   r.role = p.role;
-  r.qp = c->qp();
   r.local_qpn = c->qp() ? c->qp()->qpn() : 0;
   r.remote_qpn = c->remote_qpn();
   r.link = *link;

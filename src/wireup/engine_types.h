@@ -104,10 +104,10 @@ struct LinkInfo {
 // One established connection, as handed to the transport. Records are append-only: a
 // connection the engine had to take back (an RTU repair before hand-over) stays in the table,
 // marked `withdrawn`, so that indexes into it never move.
-// One per established endpoint, so kept small: 72 bytes (the device and ECE by index, lane
-// and attempts in 16 bits: the configuration caps them at 1,024 and 1,000).
+// One per established endpoint, so kept small: 64 bytes (the device and ECE by index, lane
+// and attempts in 16 bits: the configuration caps them at 1,024 and 1,000). Its QP, while the
+// engine holds it, is Engine::qp(index): the pair owns it, the result does not mirror it.
 struct ConnResult {
-  prov::Qp* qp = nullptr;       // owned by the engine until take_qp()
   ResultTimings timings;        // .get() for the stamps, .first_start() for the total
   uint32_t peer = 0;
   uint32_t local_qpn = 0;
@@ -117,9 +117,9 @@ struct ConnResult {
   uint16_t link = 0;            // its LinkInfo: Engine::link(*this)
   cm::Role role = cm::Role::active;
   bool withdrawn = false;       // taken back before hand-over (see above; or its device was
-                                // removed before the transport took the QP); qp is null
+                                // removed before the transport took the QP); no QP
 };
-static_assert(sizeof(ConnResult) == 72, "a ConnResult grew");
+static_assert(sizeof(ConnResult) == 64, "a ConnResult grew");
 
 // A (peer, lane) that could not be connected, and why.
 struct PeerError {

@@ -36,7 +36,7 @@ void PairTable::build(const std::vector<uint64_t>& active, const std::vector<uin
 }
 
 Pair& PairTable::add(uint64_t key, cm::Role role) {
-  if (!added_pairs_) added_pairs_.emplace();
+  if (!added_pairs_) added_pairs_ = std::make_unique<std::deque<Pair>>();
   Pair& p = added_pairs_->emplace_back();
   p.peer = key_peer(key);
   p.lane = key_lane(key);

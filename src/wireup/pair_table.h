@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <optional>
 #include <variant>
 #include <vector>
 
@@ -179,10 +178,10 @@ class PairTable {
 
   // Bulk pairs in one exact-size vector, sorted by key (their own index: indexes 0..); pairs
   // added on demand after them in a deque (growth moves none), found through `added_`. The
-  // deque is made by the first add(): an empty std::deque already holds ~570 bytes, which
-  // bulk would pay for nothing.
+  // deque is made by the first add(): an empty std::deque already holds ~570 bytes (and 80
+  // in place), which bulk would pay for nothing.
   std::vector<Pair> built_;
-  std::optional<std::deque<Pair>> added_pairs_;
+  std::unique_ptr<std::deque<Pair>> added_pairs_;
   std::vector<Key> added_;  // sorted by key
   Fifo<uint32_t> start_order_;  // indexes, consumed from the front
   size_t open_ = 0;

@@ -9,13 +9,13 @@ namespace wireup {
 
 void PeerTable::pack(const prov::SockAddr& a, uint8_t* out) {
   const uint16_t port = a.port();
-  std::memcpy(out + 2, &port, 2);
+  std::memcpy(out + 1, &port, 2);
   if (a.family() == AF_INET) {
     out[0] = 4;
-    std::memcpy(out + 4, &reinterpret_cast<const sockaddr_in*>(a.get())->sin_addr, 4);
+    std::memcpy(out + 3, &reinterpret_cast<const sockaddr_in*>(a.get())->sin_addr, 4);
   } else if (a.family() == AF_INET6) {
     out[0] = 6;
-    std::memcpy(out + 4, &reinterpret_cast<const sockaddr_in6*>(a.get())->sin6_addr, 16);
+    std::memcpy(out + 3, &reinterpret_cast<const sockaddr_in6*>(a.get())->sin6_addr, 16);
   } else {
     out[0] = 0;
   }
@@ -24,15 +24,15 @@ void PeerTable::pack(const prov::SockAddr& a, uint8_t* out) {
 prov::SockAddr PeerTable::unpack(const uint8_t* in) {
   prov::SockAddr a;
   uint16_t port = 0;
-  std::memcpy(&port, in + 2, 2);
+  std::memcpy(&port, in + 1, 2);
   if (in[0] == 4) {
     auto* s = reinterpret_cast<sockaddr_in*>(a.get());
     s->sin_family = AF_INET;
-    std::memcpy(&s->sin_addr, in + 4, 4);
+    std::memcpy(&s->sin_addr, in + 3, 4);
   } else if (in[0] == 6) {
     auto* s = reinterpret_cast<sockaddr_in6*>(a.get());
     s->sin6_family = AF_INET6;
-    std::memcpy(&s->sin6_addr, in + 4, 16);
+    std::memcpy(&s->sin6_addr, in + 3, 16);
   }
   a.set_port(port);
   return a;

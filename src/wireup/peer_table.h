@@ -2,7 +2,7 @@
 // connecting (bulk: release_addresses() when wireup ends: an established pair never needs them;
 // on demand: kept, and one rank at a time may be added).
 // An address is kept as the few bytes it is: family, port and IP, one fixed-size record per
-// rank in one flat array (8 bytes while every peer is IPv4, 20 once one is IPv6), not as a
+// rank in one flat array (7 bytes while every peer is IPv4, 19 once one is IPv6), not as a
 // 28-byte sockaddr union or a 128-byte sockaddr_storage.
 #pragma once
 
@@ -32,10 +32,11 @@ class PeerTable {
   }
 
  private:
-  // A record: family (4 or 6; 0: none known, as for another family), port in host
-  // order (2 bytes), then the 4 or 16 address bytes as in the sockaddr (network order).
-  static constexpr uint8_t kIpv4Record = 8;
-  static constexpr uint8_t kIpv6Record = 20;
+  // A record, unaligned (read and written with memcpy): family (4 or 6; 0: none known, as
+  // for another family), port in host order (2 bytes), then the 4 or 16 address bytes as in
+  // the sockaddr (network order).
+  static constexpr uint8_t kIpv4Record = 7;
+  static constexpr uint8_t kIpv6Record = 19;
   static uint8_t record_size(const prov::SockAddr& a) { return a.family() == AF_INET6 ? kIpv6Record : kIpv4Record; }
   static void pack(const prov::SockAddr& a, uint8_t* out);
   static prov::SockAddr unpack(const uint8_t* in);

@@ -97,7 +97,6 @@ void Records::withdraw(uint32_t result) {
   ConnResult& r = results_.at(result);
   if (r.withdrawn) return;
   r.withdrawn = true;
-  r.qp = nullptr;
   ++withdrawn_;
 }
 

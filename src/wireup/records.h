@@ -27,8 +27,6 @@ class Records {
   // The engine took the connection back before the transport got it (RTU repair).
   void withdraw(uint32_t result);
   uint32_t add_error(PeerError e);
-  // The QP of result `i` left the engine (take_qp).
-  void qp_taken(uint32_t result) { results_.at(result).qp = nullptr; }
 
   const std::vector<ConnResult>& results() const { return results_; }
   const std::vector<PeerError>& errors() const { return errors_; }
