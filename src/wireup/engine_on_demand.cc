@@ -43,7 +43,7 @@ void Engine::open_lane(Pair& p, cm::Role role) {
   p.become(Waiting{});
   if (!was_open) pairs_.reopened();
   p.first_start = now();
-  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, p.index);
+  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, pairs_.index(p));
 }
 
 Pair& Engine::lane_for(uint32_t peer, uint32_t lane, cm::Role role) {
@@ -53,7 +53,7 @@ Pair& Engine::lane_for(uint32_t peer, uint32_t lane, cm::Role role) {
   }
   Pair& p = pairs_.add(pair_key(peer, lane), role);
   p.first_start = now();
-  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, p.index);
+  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, pairs_.index(p));
   return p;
 }
 

@@ -80,13 +80,13 @@ struct Pair {
   // not a POD: [[no_unique_address]] lets them use its tail padding).
   [[no_unique_address]] std::variant<Waiting, Connecting, Established, Failed, Probing, Idle> st;
   cm::Role role = cm::Role::active;
-  uint16_t lane : 15 = 0;  // the configuration caps lanes at 1,024
-  // On demand: the lane waits for the transport's answer to the address callback before its
-  // first attempt can be queued (Engine::add_peer).
-  uint16_t awaiting_address : 1 = 0;
+  uint16_t lane = 0;
   uint32_t peer = 0;
   uint32_t attempt = 0;       // active: attempts made; passive: newest attempt seen
-  uint32_t index = 0;         // its place in the table, for ever
+  uint32_t index : 31 = 0;    // its place in the table, for ever (2^31 pairs: never)
+  // On demand: the lane waits for the transport's answer to the address callback before its
+  // first attempt can be queued (Engine::add_peer).
+  uint32_t awaiting_address : 1 = 0;
   // Bulk: the first attempt (cm::kUnset until then). On demand: when it was asked for (by us,
   // or by the peer's first request), which its deadline counts from.
   Nanos first_start{-1};
@@ -103,7 +103,8 @@ struct Pair {
 };
 static_assert(std::variant_size_v<decltype(Pair::st)> == 6, "one alternative per PairState");
 // 24 bytes of state (the largest alternative), its index, then the pair's own 23 bytes in the
-// variant's tail padding and after it.
+// variant's tail padding and after it (the address flag shares the index's word: the key's
+// fields, read by every lookup, stay whole).
 static_assert(sizeof(Pair) <= 48, "a Pair grew");
 
 class PairTable {
