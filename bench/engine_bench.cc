@@ -13,6 +13,7 @@
 
 #include "cpu_time.h"
 #include "live_heap.h"
+#include "massif_mark.h"
 #include <malloc.h>
 #include <time.h>
 
@@ -143,6 +144,7 @@ void BM_EngineVsMesh(benchmark::State& state) {
       mesh_all_to_all(fab, mesh, n);
       mesh_cpu += cpu_s() - t0;
       mesh_bytes = wireup::bench::live_heap_bytes() - b0;
+      wireup::bench::massif_snapshot();  // snapshot .0: SimMesh done, nothing torn down
     }
     {
       SimConfig cfg;
@@ -155,6 +157,7 @@ void BM_EngineVsMesh(benchmark::State& state) {
       run(fab, *job);
       engine_cpu += cpu_s() - t0;
       engine_bytes = wireup::bench::live_heap_bytes() - b0;
+      wireup::bench::massif_snapshot();  // snapshot .1: wireup ended, nothing torn down
     }
     mac_cpu += mac_cpu_s(conns);
   }

@@ -46,6 +46,7 @@ class EngineDataPath : public DataPath {
  private:
   qp::DefaultQpFactory& factory_;
   std::vector<const ConnResult*> conns_;
+  std::vector<prov::Qp*> qps_;  // conns_' QPs (Engine::qp)
   std::vector<DataLane> lanes_;
   std::unique_ptr<prov::Mr> mr_;
   prov::Cq* cq_ = nullptr;

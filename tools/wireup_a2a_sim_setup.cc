@@ -61,7 +61,7 @@ RankReport make_report(uint32_t rank, const RankEngine& re, double wireup_s, con
   r.wireup_s = wireup_s;
   for (const ConnResult& c : e.results()) {
     if (c.withdrawn) continue;  // taken back by an RTU repair: never a connection
-    if (r.device.empty()) r.device = c.device;
+    if (r.device.empty()) r.device = e.link(c).device;
     if (dead.count(c.peer)) {
       ++r.lost;
       r.errors_by_peer[c.peer][re.disconnected->count({c.peer, c.lane}) ? "disconnected" : "lost"]++;
@@ -87,16 +87,21 @@ RankReport make_report(uint32_t rank, const RankEngine& re, double wireup_s, con
 }
 
 EngineDataPath::EngineDataPath(RankEngine& re, const std::set<uint32_t>& skip) : factory_(*re.factory) {
-  for (const ConnResult& c : re.engine->results())
-    if (!c.withdrawn && c.qp != nullptr && !skip.count(c.peer)) {
+  const std::vector<ConnResult>& rs = re.engine->results();
+  for (uint32_t i = 0; i < rs.size(); ++i) {
+    const ConnResult& c = rs[i];
+    prov::Qp* qp = re.engine->qp(i);
+    if (!c.withdrawn && qp != nullptr && !skip.count(c.peer)) {
       conns_.push_back(&c);
+      qps_.push_back(qp);
       lanes_.push_back(DataLane{c.peer, c.lane, c.local_qpn});
     }
+  }
 }
 
 Problem EngineDataPath::register_buffer(char* buf, size_t len) {
   if (conns_.empty()) return {};
-  prov::Device& dev = conns_[0]->qp->device();
+  prov::Device& dev = qps_[0]->device();
   prov::Pd* pd = factory_.pd(dev);
   cq_ = factory_.cq(dev);
   if (pd == nullptr || cq_ == nullptr) return "the QP factory has no PD/CQ on " + dev.info().name;
@@ -108,13 +113,13 @@ Problem EngineDataPath::register_buffer(char* buf, size_t len) {
 
 Problem EngineDataPath::post_recv(size_t i, uint64_t wr_id, char* addr, uint32_t len) {
   prov::Sge sge{reinterpret_cast<uint64_t>(addr), len, mr_->lkey()};
-  Status s = conns_[i]->qp->post_recv(wr_id, sge);
+  Status s = qps_[i]->post_recv(wr_id, sge);
   return s ? Problem{} : Error(s.error()).with_peer("rank " + std::to_string(conns_[i]->peer)).message();
 }
 
 Problem EngineDataPath::post_send(size_t i, uint64_t wr_id, const char* addr, uint32_t len) {
   prov::Sge sge{reinterpret_cast<uint64_t>(addr), len, mr_->lkey()};
-  Status s = conns_[i]->qp->post_send(wr_id, sge, true);
+  Status s = qps_[i]->post_send(wr_id, sge, true);
   return s ? Problem{} : Error(s.error()).with_peer("rank " + std::to_string(conns_[i]->peer)).message();
 }
 

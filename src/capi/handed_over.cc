@@ -16,19 +16,21 @@ std::string identity(const HandedOver::Entry& e) {
 
 }  // namespace
 
-size_t HandedOver::take_new(const std::vector<ConnResult>& results) {
+size_t HandedOver::take_new(const Engine& engine) {
+  const std::vector<ConnResult>& results = engine.results();
   size_t n = 0;
   for (; scanned_ < results.size(); ++scanned_) {
     const ConnResult& r = results[scanned_];
+    prov::Qp* qp = engine.qp(static_cast<uint32_t>(scanned_));
     // Withdrawn (or its QP taken): not a connection any more, never the transport's.
-    if (r.withdrawn || r.qp == nullptr) continue;
-    Entry e{static_cast<uint32_t>(scanned_), r.peer, r.lane, r.qp->qpn(), static_cast<ibv_qp*>(r.qp->native())};
+    if (r.withdrawn || qp == nullptr) continue;
+    Entry e{static_cast<uint32_t>(scanned_), r.peer, r.lane, qp->qpn(), static_cast<ibv_qp*>(qp->native())};
     // The engine connects a lane once; a second live result for a lane the transport holds
     // would be a second QP for it. Handed over all the same (it is connected and the
     // transport's), but said loudly.
     if (!lanes_.insert({r.peer, r.lane}).second)
       WIREUP_LOG(error, "wireup C API: %s is a second connection of a lane already handed over", identity(e).c_str());
-    r.qp->keep();
+    qp->keep();
     entries_.push_back(e);
     ++n;
   }
@@ -52,16 +54,16 @@ void HandedOver::close_lane(uint32_t peer, uint32_t lane) {
     }
 }
 
-Status HandedOver::still_same(const ConnResult& r, const Entry& e) {
+Status HandedOver::still_same(const ConnResult& r, const prov::Qp* qp, const Entry& e) {
   // A closed lane's record let go of the QP (the transport's now): nothing left to compare.
-  if (e.closed && r.peer == e.peer && r.lane == e.lane && r.qp == nullptr) return Status::ok();
-  if (!r.withdrawn && r.qp != nullptr && r.peer == e.peer && r.lane == e.lane && r.qp->qpn() == e.qpn &&
-      r.qp->native() == static_cast<void*>(e.qp) && r.qp->kept())
+  if (e.closed && r.peer == e.peer && r.lane == e.lane && qp == nullptr) return Status::ok();
+  if (!r.withdrawn && qp != nullptr && r.peer == e.peer && r.lane == e.lane && qp->qpn() == e.qpn &&
+      qp->native() == static_cast<void*>(e.qp) && qp->kept())
     return Status::ok();
   return Error::make(ErrorCode::invalid_state, "C API hand-over",
                      "internal: the result handed over as " + identity(e) +
                          " is no longer that connection in the engine (" +
-                         (r.withdrawn ? "withdrawn" : r.qp == nullptr ? "its QP taken" : "another QP") + ")");
+                         (r.withdrawn ? "withdrawn" : qp == nullptr ? "its QP taken" : "another QP") + ")");
 }
 
 }  // namespace wireup::capi

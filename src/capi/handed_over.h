@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "wireup/engine_types.h"
+#include "wireup/engine.h"
 
 struct ibv_qp;
 
@@ -34,8 +34,9 @@ class HandedOver {
     bool closed = false;   // on demand: the lane was disconnected since (the QP stays the transport's)
   };
 
-  // Hands over what `results` gained since the last call; returns how many were handed over.
-  size_t take_new(const std::vector<ConnResult>& results);
+  // Hands over what the engine's results gained since the last call; returns how many were
+  // handed over.
+  size_t take_new(const Engine& engine);
 
   size_t size() const { return entries_.size(); }
   const Entry& operator[](size_t i) const { return entries_[i]; }
@@ -48,7 +49,8 @@ class HandedOver {
 
   // The engine's record of `e` must still be the connection handed over; a kept result is
   // never withdrawn, so a mismatch is a bug, named with the entry's identity.
-  static Status still_same(const ConnResult& r, const Entry& e);
+  // `qp` is the result's QP in the engine now (Engine::qp).
+  static Status still_same(const ConnResult& r, const prov::Qp* qp, const Entry& e);
 
  private:
   std::vector<Entry> entries_;

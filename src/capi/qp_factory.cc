@@ -39,6 +39,6 @@ qp::QpFactory make_factory(wireup_t* w) {
   };
 }
 
-void hand_over_new_results(wireup_t* w) { w->handed.take_new(w->engine->results()); }
+void hand_over_new_results(wireup_t* w) { w->handed.take_new(*w->engine); }
 
 }  // namespace wireup::capi

@@ -72,7 +72,7 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     if (i >= w->handed.size()) return bad_index(w, fn, i, w->handed.size());
     const capi::HandedOver::Entry& h = w->handed[i];
     const ConnResult& r = w->engine->results().at(h.result);
-    if (Status s = capi::HandedOver::still_same(r, h); !s)
+    if (Status s = capi::HandedOver::still_same(r, w->engine->qp(h.result), h); !s)
       return fail(&w->last_error, WIREUP_ERR_INTERNAL, fn, s.message());
     wireup_result_t x;
     std::memset(&x, 0, sizeof x);
@@ -83,13 +83,14 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     x.local_qpn = r.local_qpn;
     x.remote_qpn = r.remote_qpn;
     x.attempts = r.attempts;
-    x.ece_local_vendor = r.ece.local.vendor_id;
-    x.ece_local_options = r.ece.local.options;
-    x.ece_remote_vendor = r.ece.remote.vendor_id;
-    x.ece_remote_options = r.ece.remote.options;
-    x.ece_accepted = r.ece.accepted;
-    x.ece_outcome = ece::to_string(r.ece.outcome);
-    x.device = w->device_names.insert(std::string(r.device)).first->c_str();
+    const LinkInfo& link = w->engine->link(r);
+    x.ece_local_vendor = link.ece.local.vendor_id;
+    x.ece_local_options = link.ece.local.options;
+    x.ece_remote_vendor = link.ece.remote.vendor_id;
+    x.ece_remote_options = link.ece.remote.options;
+    x.ece_accepted = link.ece.accepted;
+    x.ece_outcome = ece::to_string(link.ece.outcome);
+    x.device = w->device_names.insert(std::string(link.device)).first->c_str();
     // The same phase boundaries as the stats (one function cuts both), so they add up.
     const auto d = phase_spans(r.timings.get(), r.role, cm::kUnset);
     x.resolve_addr_ns = ns(d, Phase::resolve_addr);

@@ -14,32 +14,12 @@
 #include <vector>
 
 #include "cm/connection.h"
+#include "wireup/fifo.h"
 
 namespace wireup {
 
-// A FIFO of pair keys over one vector (std::deque allocates a map and a 512-byte block even
-// when empty). Storage is reused once the queue drains, and released on demand.
-class KeyQueue {
- public:
-  bool empty() const { return head_ == v_.size(); }
-  uint64_t front() const { return v_[head_]; }
-  void push_back(uint64_t k) { v_.push_back(k); }
-  void pop_front() {
-    if (++head_ == v_.size()) clear();
-  }
-  void clear() {
-    v_.clear();
-    head_ = 0;
-  }
-  void release() {
-    std::vector<uint64_t>().swap(v_);
-    head_ = 0;
-  }
-
- private:
-  std::vector<uint64_t> v_;
-  size_t head_ = 0;
-};
+// A FIFO of pair keys (fifo.h): storage reused once the queue drains, released on demand.
+using KeyQueue = Fifo<uint64_t>;
 
 class Admission {
  public:

@@ -328,6 +328,11 @@ Nanos Engine::linger_until() const {
 void Engine::maybe_end_setup() {
   // On demand the listener is there for whoever asks next, until close().
   if (!life_.started || pairs_.open() != 0 || !channels_.setup || opt().on_demand) return;
+  // Every pair is settled, so no pair waits for a QP place and every one was started: give
+  // back the queues' storage now rather than at the end of the linger (a repair meanwhile
+  // grows the waiters again; the start order is bulk's, consumed once).
+  admission_.drop_waiters();
+  pairs_.release_start_order();
   // Every pair is settled, but a passive peer may still be re-sending the REP of a
   // connection we initiated and will ask about it when its retries run out (rtu_linger).
   // An abandon notice still on its way tells a passive peer not to wait for us: give it time.
@@ -372,8 +377,15 @@ std::unique_ptr<prov::Qp> Engine::take_qp(uint32_t peer, uint32_t lane) {
   Pair* p = pairs_.find(peer, lane);
   auto* e = p ? p->as<Established>() : nullptr;
   if (e == nullptr || !e->qp) return nullptr;
-  records_.qp_taken(e->result);
   return std::move(e->qp);
+}
+
+prov::Qp* Engine::qp(uint32_t result) const {
+  const std::vector<ConnResult>& rs = records_.results();
+  if (result >= rs.size() || rs[result].withdrawn) return nullptr;
+  const Pair* p = pairs_.find(rs[result].peer, rs[result].lane);
+  const Established* e = p ? p->as<Established>() : nullptr;
+  return e != nullptr && e->result == result ? e->qp.get() : nullptr;
 }
 
 size_t Engine::live_ids() const {

@@ -80,6 +80,11 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
 
   // Every result so far, append-only: skip the `withdrawn` ones (see ConnResult).
   const std::vector<ConnResult>& results() const { return records_.results(); }
+  // The QP of result `result` while the engine holds it: null once taken (take_qp), withdrawn,
+  // or its lane closed or established again since.
+  prov::Qp* qp(uint32_t result) const;
+  // The device and ECE of a result (ConnResult::link).
+  const LinkInfo& link(const ConnResult& r) const { return records_.link(r.link); }
   // Results that are connections now (not withdrawn).
   size_t connected() const { return records_.results().size() - records_.withdrawn(); }
   const std::vector<PeerError>& errors() const { return records_.errors(); }
@@ -178,7 +183,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
     // Every ask's deadline (its first_start + wireup_timeout) with its pair's index, in ask
     // order, which is deadline order: the front is the next one due. An entry whose pair was
     // asked again since (another first_start) is skipped.
-    std::deque<std::pair<Nanos, uint32_t>> deadlines;
+    Fifo<std::pair<Nanos, uint32_t>> deadlines;
   };
   // The tag of the listener on the engine's sink (pair keys use 48 bits).
   static constexpr uint64_t kListenerTag = ~uint64_t{0};

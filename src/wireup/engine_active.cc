@@ -1,6 +1,8 @@
 // The active side (starting connects within the window, granting QPs), and how every pair
 // settles: established (migrated, recorded), failed (retried or given up), expired.
+#include <algorithm>
 #include <cerrno>
+#include <limits>
 
 #include "common/log.h"
 #include "wireup/engine.h"
@@ -138,6 +140,18 @@ void Engine::establish(Pair& p) {
   std::unique_ptr<cm::Connection> c = std::move(cs.conn);
   if (p.role == cm::Role::active) admission_.release_connect();
   if (cs.holds_qp_place) admission_.release_qp(p.role);
+  LinkInfo l;
+  if (c->qp()) l.device = c->qp()->device().info().name.c_str();
+  l.ece = c->ece();
+  const std::optional<uint16_t> link = records_.intern(l);
+  if (!link) {
+    Waiting w{std::move(cs.last)};
+    retire(std::move(c));
+    p.become(std::move(w));
+    return fail_pair(p, cm::Failure{cm::FailKind::local_error, 0, {},
+                                    Error::make(ErrorCode::resource_exhausted, "Engine::establish",
+                                                "65,536 distinct device/ECE outcomes in the result table")});
+  }
   // Every event of the id was acked before we got here: the migration cannot block.
   if (Status m = c->migrate(*channels_.steady, prov::Route(static_cast<prov::CmEventSink*>(this), pairs_.index(p))); !m) {
     Waiting w{std::move(cs.last)};
@@ -157,13 +171,11 @@ void Engine::establish(Pair& p) {
   r.peer = p.peer;
   r.lane = p.lane;
   r.role = p.role;
-  r.qp = c->qp();
   r.local_qpn = c->qp() ? c->qp()->qpn() : 0;
   r.remote_qpn = c->remote_qpn();
-  r.ece = c->ece();
-  if (c->qp()) r.device = c->qp()->device().info().name.c_str();
+  r.link = *link;
   r.timings = ResultTimings(c->timings(), p.first_start);
-  r.attempts = p.attempt;
+  r.attempts = static_cast<uint16_t>(std::min<uint32_t>(p.attempt, std::numeric_limits<uint16_t>::max()));
   // Keep only what an established connection needs; the state machine goes.
   Established e;
   e.result = records_.add_result(r);

@@ -43,7 +43,7 @@ void Engine::open_lane(Pair& p, cm::Role role) {
   p.become(Waiting{});
   if (!was_open) pairs_.reopened();
   p.first_start = now();
-  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, p.index);
+  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, pairs_.index(p));
 }
 
 Pair& Engine::lane_for(uint32_t peer, uint32_t lane, cm::Role role) {
@@ -53,7 +53,7 @@ Pair& Engine::lane_for(uint32_t peer, uint32_t lane, cm::Role role) {
   }
   Pair& p = pairs_.add(pair_key(peer, lane), role);
   p.first_start = now();
-  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, p.index);
+  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, pairs_.index(p));
   return p;
 }
 
@@ -128,16 +128,10 @@ void Engine::close_lane(Pair& p) {
       e->disconnected = true;
       (void)e->id->disconnect();  // the peer's CM gets the DREQ: its side sees DISCONNECTED
     }
-    // A QP never handed over goes back now (withdrawn: its result's pointer would dangle); one
-    // handed over (kept) or taken stays the transport's. The id waits for the end of the
-    // event loop.
-    if (e->qp) {
-      if (e->qp->kept()) {
-        records_.qp_taken(e->result);
-      } else {
-        records_.withdraw(e->result);
-      }
-    }
+    // A QP never handed over goes back now (withdrawn: the result was never a connection the
+    // transport had); one handed over (kept) or taken stays the transport's. The id waits for
+    // the end of the event loop.
+    if (e->qp && !e->qp->kept()) records_.withdraw(e->result);
     removed_.push_back(Removed{std::move(e->id), std::move(e->qp)});
     ++stats_[Counter::lanes_closed];
   } else if (p.state() != PairState::failed && p.state() != PairState::idle) {

@@ -65,11 +65,12 @@ struct Peer {
   std::vector<uint8_t> address;  // what that rank's local_address() returned
 };
 
-// A connection's time stamps as its result keeps them, in 40 bytes instead of cm::Timings'
+// A connection's time stamps as its result keeps them, in 44 bytes instead of cm::Timings'
 // 64 plus the pair's first start: the attempt's first stamp in full, the other stamps (and
 // the first attempt's start, before it) as float offsets in ns from it. Exact to the
 // nanosecond for offsets under 2^24 ns (16.7 ms), within 6e-8 of the offset beyond (60 ns
-// at 1 s). Spans are cut from the decoded stamps, so the phases still add up.
+// at 1 s). Spans are cut from the decoded stamps, so the phases still add up. The base is
+// kept as two 32-bit halves so that the type is 4-byte aligned and packs into ConnResult.
 class ResultTimings {
  public:
   ResultTimings() = default;
@@ -80,30 +81,45 @@ class ResultTimings {
 
  private:
   static constexpr float kNone = std::numeric_limits<float>::quiet_NaN();
-  Nanos at(float off) const { return std::isnan(off) ? cm::kUnset : Nanos(base_ + static_cast<int64_t>(off)); }
-  int64_t base_ = 0;                   // ns
+  int64_t base() const { return static_cast<int64_t>((uint64_t{base_hi_} << 32) | base_lo_); }
+  Nanos at(float off) const { return std::isnan(off) ? cm::kUnset : Nanos(base() + static_cast<int64_t>(off)); }
+  uint32_t base_lo_ = 0, base_hi_ = 0;  // ns
   std::array<float, 8> off_{kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone};  // cm::Timings' order; NaN: unset
-  float first_ = kNone;                // first_start - base_ (earlier: negative)
+  float first_ = kNone;                // first_start - base (earlier: negative)
+};
+static_assert(sizeof(ResultTimings) == 44 && alignof(ResultTimings) == 4, "ResultTimings packs into ConnResult");
+
+// What a connection's QP runs on and what ECE settled on it. Every connection to peers of one
+// kind shares it, so a result names it by index (Records::link, Engine::link) instead of
+// carrying its 32 bytes.
+struct LinkInfo {
+  const char* device = "";  // the QP's device name (owned by the provider, like the device)
+  ece::Report ece;
+  bool operator==(const LinkInfo& o) const {
+    return device == o.device && ece.local == o.ece.local && ece.remote == o.ece.remote &&
+           ece.accepted == o.ece.accepted && ece.outcome == o.ece.outcome;
+  }
 };
 
 // One established connection, as handed to the transport. Records are append-only: a
 // connection the engine had to take back (an RTU repair before hand-over) stays in the table,
 // marked `withdrawn`, so that indexes into it never move.
-// One per established endpoint, so kept small (112 bytes).
+// One per established endpoint, so kept small: 64 bytes (the device and ECE by index, lane
+// and attempts in 16 bits: the configuration caps them at 1,024 and 1,000). Its QP, while the
+// engine holds it, is Engine::qp(index): the pair owns it, the result does not mirror it.
 struct ConnResult {
+  ResultTimings timings;        // .get() for the stamps, .first_start() for the total
   uint32_t peer = 0;
-  uint32_t lane = 0;
-  prov::Qp* qp = nullptr;       // owned by the engine until take_qp()
   uint32_t local_qpn = 0;
   uint32_t remote_qpn = 0;
-  ece::Report ece;
-  const char* device = "";      // the QP's device name (owned by the provider, like the device)
-  ResultTimings timings;         // .get() for the stamps, .first_start() for the total
-  uint32_t attempts = 0;
+  uint16_t lane = 0;
+  uint16_t attempts = 0;        // saturates at 65,535
+  uint16_t link = 0;            // its LinkInfo: Engine::link(*this)
   cm::Role role = cm::Role::active;
   bool withdrawn = false;       // taken back before hand-over (see above; or its device was
-                                // removed before the transport took the QP); qp is null
+                                // removed before the transport took the QP); no QP
 };
+static_assert(sizeof(ConnResult) == 64, "a ConnResult grew");
 
 // A (peer, lane) that could not be connected, and why.
 struct PeerError {

@@ -30,12 +30,14 @@ void PairTable::build(const std::vector<uint64_t>& active, const std::vector<uin
     p.role = role;
     p.index = static_cast<uint32_t>(built_.size() - 1);
   }
+  start_order_.reserve(active.size());
   for (uint64_t k : active) start_order_.push_back(find(k)->index);
   open_ = built_.size();
 }
 
 Pair& PairTable::add(uint64_t key, cm::Role role) {
-  Pair& p = added_pairs_.emplace_back();
+  if (!added_pairs_) added_pairs_ = std::make_unique<std::deque<Pair>>();
+  Pair& p = added_pairs_->emplace_back();
   p.peer = key_peer(key);
   p.lane = key_lane(key);
   p.role = role;
@@ -73,11 +75,11 @@ const Pair* PairTable::peek_next_to_start() const {
   return nullptr;
 }
 
-void PairTable::release_start_order() { std::deque<uint32_t>().swap(start_order_); }
+void PairTable::release_start_order() { start_order_.release(); }
 
 void PairTable::clear() {
   std::vector<Pair>().swap(built_);
-  added_pairs_.clear();
+  added_pairs_.reset();
   std::vector<Key>().swap(added_);
   release_start_order();
   open_ = 0;

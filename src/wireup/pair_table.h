@@ -31,6 +31,7 @@
 
 #include "cm/connection.h"
 #include "provider/provider.h"
+#include "wireup/fifo.h"
 
 namespace wireup {
 
@@ -75,18 +76,20 @@ struct Probing {
 struct Idle {};
 
 struct Pair {
-  uint32_t peer = 0;
-  uint16_t lane = 0;
+  // First, so that the fields below fill the 7 bytes after its 1-byte index (the variant is
+  // not a POD: [[no_unique_address]] lets them use its tail padding).
+  [[no_unique_address]] std::variant<Waiting, Connecting, Established, Failed, Probing, Idle> st;
   cm::Role role = cm::Role::active;
+  uint16_t lane = 0;
+  uint32_t peer = 0;
+  uint32_t attempt = 0;       // active: attempts made; passive: newest attempt seen
+  uint32_t index : 31 = 0;    // its place in the table, for ever (2^31 pairs: never)
   // On demand: the lane waits for the transport's answer to the address callback before its
   // first attempt can be queued (Engine::add_peer).
-  bool awaiting_address = false;
-  uint32_t attempt = 0;       // active: attempts made; passive: newest attempt seen
-  uint32_t index = 0;         // its place in the table, for ever (in what would be padding)
+  uint32_t awaiting_address : 1 = 0;
   // Bulk: the first attempt (cm::kUnset until then). On demand: when it was asked for (by us,
   // or by the peer's first request), which its deadline counts from.
   Nanos first_start{-1};
-  std::variant<Waiting, Connecting, Established, Failed, Probing, Idle> st;
 
   PairState state() const { return static_cast<PairState>(st.index()); }
   uint64_t key() const { return pair_key(peer, lane); }
@@ -99,8 +102,10 @@ struct Pair {
   S& become(S s = {}) { return st.template emplace<S>(std::move(s)); }
 };
 static_assert(std::variant_size_v<decltype(Pair::st)> == 6, "one alternative per PairState");
-// The on-demand flag and the index sit in what was padding: a pair costs what it did.
-static_assert(sizeof(Pair) <= 56, "a Pair grew");
+// 24 bytes of state (the largest alternative), its index, then the pair's own 23 bytes in the
+// variant's tail padding and after it (the address flag shares the index's word: the key's
+// fields, read by every lookup, stay whole).
+static_assert(sizeof(Pair) <= 48, "a Pair grew");
 
 class PairTable {
  public:
@@ -119,7 +124,7 @@ class PairTable {
   Pair* at(uint64_t index) {
     if (index < built_.size()) return &built_[index];
     index -= built_.size();
-    return index < added_pairs_.size() ? &added_pairs_[index] : nullptr;
+    return index < added_count() ? &(*added_pairs_)[index] : nullptr;
   }
   const Pair* at(uint64_t index) const { return const_cast<PairTable*>(this)->at(index); }
 
@@ -146,7 +151,7 @@ class PairTable {
   iterator end() { return {this, size()}; }
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size()}; }
-  size_t size() const { return built_.size() + added_pairs_.size(); }
+  size_t size() const { return built_.size() + added_count(); }
 
   // The next active pair in start order (first attempts), or null when all were started.
   Pair* next_to_start();
@@ -170,12 +175,16 @@ class PairTable {
     uint64_t key;
     uint32_t index;
   };
+  size_t added_count() const { return added_pairs_ ? added_pairs_->size() : 0; }
+
   // Bulk pairs in one exact-size vector, sorted by key (their own index: indexes 0..); pairs
-  // added on demand after them in a deque (growth moves none), found through `added_`.
+  // added on demand after them in a deque (growth moves none), found through `added_`. The
+  // deque is made by the first add(): an empty std::deque already holds ~570 bytes (and 80
+  // in place), which bulk would pay for nothing.
   std::vector<Pair> built_;
-  std::deque<Pair> added_pairs_;
+  std::unique_ptr<std::deque<Pair>> added_pairs_;
   std::vector<Key> added_;  // sorted by key
-  std::deque<uint32_t> start_order_;  // indexes, consumed from the front
+  Fifo<uint32_t> start_order_;  // indexes, consumed from the front
   size_t open_ = 0;
 };
 

@@ -12,12 +12,15 @@ std::array<Nanos, kStamps> stamps(const cm::Timings& t) {
 ResultTimings::ResultTimings(const cm::Timings& t, Nanos first_start) {
   const auto s = stamps(t);
   bool any = false;
+  int64_t base = 0;
   for (Nanos x : s)
-    if (x != cm::kUnset && (!any || x.count() < base_)) base_ = x.count(), any = true;
+    if (x != cm::kUnset && (!any || x.count() < base)) base = x.count(), any = true;
   if (!any) return;
+  base_lo_ = static_cast<uint32_t>(static_cast<uint64_t>(base));
+  base_hi_ = static_cast<uint32_t>(static_cast<uint64_t>(base) >> 32);
   for (size_t i = 0; i < kStamps; ++i)
-    if (s[i] != cm::kUnset) off_[i] = static_cast<float>(s[i].count() - base_);
-  if (first_start != cm::kUnset) first_ = static_cast<float>(first_start.count() - base_);
+    if (s[i] != cm::kUnset) off_[i] = static_cast<float>(s[i].count() - base);
+  if (first_start != cm::kUnset) first_ = static_cast<float>(first_start.count() - base);
 }
 
 cm::Timings ResultTimings::get() const {
@@ -94,8 +97,17 @@ void Records::withdraw(uint32_t result) {
   ConnResult& r = results_.at(result);
   if (r.withdrawn) return;
   r.withdrawn = true;
-  r.qp = nullptr;
   ++withdrawn_;
+}
+
+std::optional<uint16_t> Records::intern(const LinkInfo& l) {
+  // A handful of entries in practice (one per kind of peer device): the last one used first.
+  if (last_link_ < links_.size() && links_[last_link_] == l) return last_link_;
+  for (size_t i = 0; i < links_.size(); ++i)
+    if (links_[i] == l) return last_link_ = static_cast<uint16_t>(i);
+  if (links_.size() > kMaxLinks) return std::nullopt;
+  links_.push_back(l);
+  return last_link_ = static_cast<uint16_t>(links_.size() - 1);
 }
 
 uint32_t Records::add_error(PeerError e) {

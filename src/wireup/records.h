@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <limits>
+#include <optional>
 #include <vector>
 
 #include "wireup/engine_types.h"
@@ -18,11 +20,13 @@ class Records {
 
   void reserve(size_t results) { results_.reserve(results); }
   uint32_t add_result(ConnResult r);
+  // The index of `l` in the link table (ConnResult::link), added if new; nullopt once 65,536
+  // distinct ones are in it (each a different device or ECE outcome: never in practice).
+  std::optional<uint16_t> intern(const LinkInfo& l);
+  const LinkInfo& link(uint16_t i) const { return links_.at(i); }
   // The engine took the connection back before the transport got it (RTU repair).
   void withdraw(uint32_t result);
   uint32_t add_error(PeerError e);
-  // The QP of result `i` left the engine (take_qp).
-  void qp_taken(uint32_t result) { results_.at(result).qp = nullptr; }
 
   const std::vector<ConnResult>& results() const { return results_; }
   const std::vector<PeerError>& errors() const { return errors_; }
@@ -47,7 +51,10 @@ class Records {
   SteadyCallback exchange_callback(SteadyCallback cb) { return std::exchange(steady_cb_, std::move(cb)); }
 
  private:
+  static constexpr size_t kMaxLinks = std::numeric_limits<uint16_t>::max();
   std::vector<ConnResult> results_;
+  std::vector<LinkInfo> links_;  // distinct, in first-use order
+  uint16_t last_link_ = 0;
   std::vector<PeerError> errors_;
   size_t withdrawn_ = 0;
   SteadyCallback steady_cb_;

@@ -58,7 +58,15 @@ RetryDecision decide(const RetryPolicy& p, const cm::Failure& f, uint32_t attemp
   return {true, now + backoff(p, attempt, u)};
 }
 
-double RetryScheduler::draw() { return std::uniform_real_distribution<double>(-1.0, 1.0)(rng_); }
+double RetryScheduler::draw() {
+  // SplitMix64 (Steele, Lea, Flood 2014): one add and a mix per draw, full period 2^64.
+  uint64_t z = (rng_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  // The top 53 bits as a double in [0, 1), then onto [-1, 1).
+  return static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0;
+}
 
 Nanos RetryScheduler::schedule(Queue q, uint64_t key, uint32_t attempt, Nanos now) {
   const Nanos at = now + backoff(policy_, attempt, draw());

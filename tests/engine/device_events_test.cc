@@ -94,8 +94,8 @@ TEST(CommEst, ActiveSidesDataBeforeTheRtuEstablishesThePassiveSide) {
   EXPECT_TRUE(p.errors().empty());
   const ConnResult& r = p.results().at(0);
   EXPECT_EQ(r.peer, 0u);
-  ASSERT_NE(r.qp, nullptr);
-  EXPECT_EQ(r.qp->state(), prov::QpState::rts) << "RTS once the CM said established";
+  ASSERT_NE(p.qp(0), nullptr);
+  EXPECT_EQ(p.qp(0)->state(), prov::QpState::rts) << "RTS once the CM said established";
   EXPECT_EQ(r.remote_qpn, job->ranks[0].engine->results().at(0).local_qpn);
   EXPECT_TRUE(p.done());
 }

@@ -19,6 +19,8 @@ struct Side {
 struct Outcome {
   const ConnResult* active = nullptr;   // rank 0's result (rank 0 initiates in a 2-rank job)
   const ConnResult* passive = nullptr;  // rank 1's
+  const ece::Report* active_ece = nullptr;   // their ECE (Engine::link)
+  const ece::Report* passive_ece = nullptr;
   const PeerError* active_error = nullptr;
   const PeerError* passive_error = nullptr;
   Nanos end{0};  // virtual time when both engines were done
@@ -56,8 +58,14 @@ class EceMatrix : public ::testing::Test {
     Outcome out;
     if (r) out.end = r->virtual_end - t0;
     if (!engines_[1]->errors().empty()) out.passive_error = &engines_[1]->errors()[0];
-    if (!engines_[0]->results().empty()) out.active = &engines_[0]->results()[0];
-    if (!engines_[1]->results().empty()) out.passive = &engines_[1]->results()[0];
+    if (!engines_[0]->results().empty()) {
+      out.active = &engines_[0]->results()[0];
+      out.active_ece = &engines_[0]->link(*out.active).ece;
+    }
+    if (!engines_[1]->results().empty()) {
+      out.passive = &engines_[1]->results()[0];
+      out.passive_ece = &engines_[1]->link(*out.passive).ece;
+    }
     if (!engines_[0]->errors().empty()) out.active_error = &engines_[0]->errors()[0];
     return out;
   }
@@ -83,12 +91,12 @@ TEST_F(EceMatrix, SameVendorNegotiatesTheIntersection) {
   p.dev = vendor(0x15b3, 0x5);  // the passive device masks bit 1
   auto o = run(a, p);
   ASSERT_TRUE(o.active && o.passive);
-  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::negotiated);
-  EXPECT_EQ(o.passive->ece.outcome, ece::Outcome::negotiated);
-  EXPECT_EQ(o.active->ece.accepted, 0x5u);
-  EXPECT_EQ(o.passive->ece.accepted, 0x5u);
-  EXPECT_EQ(o.passive->ece.remote, (prov::Ece{0x15b3, 0x7})) << "the passive side saw the offer";
-  EXPECT_EQ(o.active->ece.remote, (prov::Ece{0x15b3, 0x5})) << "the active side saw the answer";
+  EXPECT_EQ(o.active_ece->outcome, ece::Outcome::negotiated);
+  EXPECT_EQ(o.passive_ece->outcome, ece::Outcome::negotiated);
+  EXPECT_EQ(o.active_ece->accepted, 0x5u);
+  EXPECT_EQ(o.passive_ece->accepted, 0x5u);
+  EXPECT_EQ(o.passive_ece->remote, (prov::Ece{0x15b3, 0x7})) << "the passive side saw the offer";
+  EXPECT_EQ(o.active_ece->remote, (prov::Ece{0x15b3, 0x5})) << "the active side saw the answer";
 }
 
 // ibv_set_ece is IN/OUT: the passive provider takes fewer options than the policy's
@@ -101,11 +109,11 @@ TEST_F(EceMatrix, TheRepCarriesWhatTheProviderTook) {
   p.dev.ece_keeps = 0x1;
   auto o = run(a, p);
   ASSERT_TRUE(o.active && o.passive);
-  EXPECT_EQ(o.passive->ece.remote, (prov::Ece{0x15b3, 0x7})) << "the offer asked for 0x7";
-  EXPECT_EQ(o.passive->ece.accepted, 0x1u) << "the provider took 0x1";
-  EXPECT_EQ(o.active->ece.remote, (prov::Ece{0x15b3, 0x1})) << "the REP carried the provider's answer";
-  EXPECT_EQ(o.active->ece.accepted, 0x1u);
-  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::negotiated);
+  EXPECT_EQ(o.passive_ece->remote, (prov::Ece{0x15b3, 0x7})) << "the offer asked for 0x7";
+  EXPECT_EQ(o.passive_ece->accepted, 0x1u) << "the provider took 0x1";
+  EXPECT_EQ(o.active_ece->remote, (prov::Ece{0x15b3, 0x1})) << "the REP carried the provider's answer";
+  EXPECT_EQ(o.active_ece->accepted, 0x1u);
+  EXPECT_EQ(o.active_ece->outcome, ece::Outcome::negotiated);
 }
 
 // A required bit the provider did not take: refused with reason 35 on the passive side.
@@ -132,8 +140,8 @@ TEST_F(EceMatrix, WantedMaskNarrowsTheOffer) {
   a.policy.wanted = 0x1;
   auto o = run(a, p);
   ASSERT_TRUE(o.active && o.passive);
-  EXPECT_EQ(o.passive->ece.remote.options, 0x1u);
-  EXPECT_EQ(o.active->ece.accepted, 0x1u);
+  EXPECT_EQ(o.passive_ece->remote.options, 0x1u);
+  EXPECT_EQ(o.active_ece->accepted, 0x1u);
 }
 
 TEST_F(EceMatrix, DifferentVendorsConnectWithoutOptions) {
@@ -142,11 +150,11 @@ TEST_F(EceMatrix, DifferentVendorsConnectWithoutOptions) {
   p.dev = vendor(0x8086, 0x7);
   auto o = run(a, p);
   ASSERT_TRUE(o.active && o.passive);
-  EXPECT_EQ(o.passive->ece.outcome, ece::Outcome::vendor_mismatch);
-  EXPECT_EQ(o.passive->ece.accepted, 0u);
+  EXPECT_EQ(o.passive_ece->outcome, ece::Outcome::vendor_mismatch);
+  EXPECT_EQ(o.passive_ece->accepted, 0u);
   // The REP echoes the REQ's vendor id with options 0: nothing is in force.
-  EXPECT_EQ(o.active->ece.remote, (prov::Ece{0x15b3, 0}));
-  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::unsupported);
+  EXPECT_EQ(o.active_ece->remote, (prov::Ece{0x15b3, 0}));
+  EXPECT_EQ(o.active_ece->outcome, ece::Outcome::unsupported);
 }
 
 TEST_F(EceMatrix, PassiveWithoutEceGoesOnInAuto) {
@@ -154,8 +162,8 @@ TEST_F(EceMatrix, PassiveWithoutEceGoesOnInAuto) {
   p.dev = SimDeviceSpec::rxe();
   auto o = run(a, p);
   ASSERT_TRUE(o.active && o.passive);
-  EXPECT_EQ(o.passive->ece.outcome, ece::Outcome::unsupported);
-  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::unsupported);
+  EXPECT_EQ(o.passive_ece->outcome, ece::Outcome::unsupported);
+  EXPECT_EQ(o.active_ece->outcome, ece::Outcome::unsupported);
 }
 
 TEST_F(EceMatrix, ActiveWithoutEceSendsNone) {
@@ -163,9 +171,9 @@ TEST_F(EceMatrix, ActiveWithoutEceSendsNone) {
   a.dev = SimDeviceSpec::rxe();
   auto o = run(a, p);
   ASSERT_TRUE(o.active && o.passive);
-  EXPECT_EQ(o.passive->ece.remote.vendor_id, 0u);
-  EXPECT_EQ(o.passive->ece.outcome, ece::Outcome::unsupported);
-  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::unsupported);
+  EXPECT_EQ(o.passive_ece->remote.vendor_id, 0u);
+  EXPECT_EQ(o.passive_ece->outcome, ece::Outcome::unsupported);
+  EXPECT_EQ(o.active_ece->outcome, ece::Outcome::unsupported);
 }
 
 TEST_F(EceMatrix, OffIsDisabled) {
@@ -174,8 +182,8 @@ TEST_F(EceMatrix, OffIsDisabled) {
   p.policy.mode = ece::Mode::off;
   auto o = run(a, p);
   ASSERT_TRUE(o.active && o.passive);
-  EXPECT_EQ(o.active->ece.outcome, ece::Outcome::disabled);
-  EXPECT_EQ(o.passive->ece.outcome, ece::Outcome::disabled);
+  EXPECT_EQ(o.active_ece->outcome, ece::Outcome::disabled);
+  EXPECT_EQ(o.passive_ece->outcome, ece::Outcome::disabled);
 }
 
 TEST_F(EceMatrix, PassiveRequiredBitMissingIsRejected35AtTheActiveSide) {

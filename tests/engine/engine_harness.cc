@@ -153,14 +153,14 @@ void expect_messages_flow(Job& job) {
     Engine& e = *job.ranks[r].engine;
     const auto& res = e.results();
     if (res.empty()) continue;
-    prov::Device& dev = res[0].qp->device();
+    prov::Device& dev = e.qp(0)->device();
     bufs[r].mem.assign(res.size() * 128, 0);
     auto mr = job.ranks[r].factory->pd(dev)->reg_mr(bufs[r].mem.data(), bufs[r].mem.size(), prov::access::local_write);
     ASSERT_TRUE(mr) << mr.error().message();
     bufs[r].mr = std::move(mr).value();
     for (size_t i = 0; i < res.size(); ++i) {
       prov::Sge sge{reinterpret_cast<uint64_t>(bufs[r].mem.data() + i * 128 + 64), 64, bufs[r].mr->lkey()};
-      ASSERT_TRUE(res[i].qp->post_recv(i, sge));
+      ASSERT_TRUE(e.qp(static_cast<uint32_t>(i))->post_recv(i, sge));
     }
   }
   for (size_t r = 0; r < job.ranks.size(); ++r) {
@@ -169,13 +169,13 @@ void expect_messages_flow(Job& job) {
       char* slot = bufs[r].mem.data() + i * 128;
       int len = std::snprintf(slot, 64, "%zu:%u", r, res[i].lane);
       prov::Sge sge{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(len), bufs[r].mr->lkey()};
-      ASSERT_TRUE(res[i].qp->post_send(1000 + i, sge, true));
+      ASSERT_TRUE(job.ranks[r].engine->qp(static_cast<uint32_t>(i))->post_send(1000 + i, sge, true));
     }
   }
   for (size_t r = 0; r < job.ranks.size(); ++r) {
     const auto& res = job.ranks[r].engine->results();
     if (res.empty()) continue;
-    prov::Cq* cq = job.ranks[r].factory->cq(res[0].qp->device());
+    prov::Cq* cq = job.ranks[r].factory->cq(job.ranks[r].engine->qp(0)->device());
     size_t recvs = 0, sends = 0;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     prov::WorkCompletion wc[32];

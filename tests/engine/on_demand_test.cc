@@ -71,7 +71,8 @@ std::map<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> live_lane
   std::map<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> m;
   for (const ConnResult& r : e.results()) {
     if (r.withdrawn || e.lane_state(r.peer, r.lane) != LaneState::ready) continue;
-    if (r.qp == nullptr) continue;  // an earlier connection of the lane, closed since
+    // An earlier connection of the lane, closed since.
+    if (e.qp(static_cast<uint32_t>(&r - e.results().data())) == nullptr) continue;
     EXPECT_TRUE(m.emplace(std::make_pair(r.peer, r.lane), std::make_pair(r.local_qpn, r.remote_qpn)).second)
         << "lane " << r.peer << "/" << r.lane << " connected twice";
   }

@@ -180,6 +180,7 @@ void Runner::check_pairs() {
   const bool short_timeout = c_.wireup_timeout < kLongTimeout;
   struct Side {
     const ConnResult* res = nullptr;
+    prov::Qp* qp = nullptr;  // res's QP in its engine (Engine::qp)
     const PeerError* err = nullptr;
     bool removed = false;  // connected, then its device went away (DEVICE_REMOVAL reported)
   };
@@ -200,6 +201,7 @@ void Runner::check_pairs() {
       Side& s = sides[{r, x.peer, x.lane}];
       if (s.res) bad("rank %u: peer %u lane %u connected twice", r, x.peer, x.lane);
       s.res = &x;
+      s.qp = e.qp(static_cast<uint32_t>(&x - e.results().data()));
       ++rep_.connections;
     }
     for (const PeerError& x : e.errors()) {
@@ -265,12 +267,12 @@ void Runner::check_pairs() {
           bad("rank %u: healthy pair failed: %s", r, s.err->describe().c_str());
         if (!s.res) continue;
         const ConnResult& a = *s.res;
-        if (!a.qp) {
+        if (!s.qp) {
           bad("rank %u: peer %u lane %u: result without a QP", r, p, l);
         } else {
-          if (a.qp->qpn() != a.local_qpn)
-            bad("rank %u: peer %u lane %u: local_qpn %u is not the QP's %u", r, p, l, a.local_qpn, a.qp->qpn());
-          auto q = a.qp->query(prov::qp_mask::state);
+          if (s.qp->qpn() != a.local_qpn)
+            bad("rank %u: peer %u lane %u: local_qpn %u is not the QP's %u", r, p, l, a.local_qpn, s.qp->qpn());
+          auto q = s.qp->query(prov::qp_mask::state);
           const prov::QpState st = q ? q->qp_state : prov::QpState::unknown;
           const bool ok = st == prov::QpState::rts || (removed(r) && st == prov::QpState::err);
           if (!ok) bad("rank %u: peer %u lane %u: QP %u in %s, not RTS", r, p, l, a.local_qpn, prov::to_string(st));
@@ -301,7 +303,7 @@ void Runner::check_accounting() {
     ++engines;
     ids += mb.engine->live_ids();
     results += mb.engine->connected();
-    for (const ConnResult& x : mb.engine->results()) qps += x.qp != nullptr;
+    for (uint32_t i = 0; i < mb.engine->results().size(); ++i) qps += mb.engine->qp(i) != nullptr;
     if (mb.engine->setup_channel_open()) bad("an engine that is done still has its setup channel");
   }
   const auto& s = fab_.stats();
