@@ -274,7 +274,10 @@ Result<int> Engine::progress() {
     // Its DEVICE_REMOVAL was acked by the loop above: the listener can go now.
     if (channels_.setup->listener_removed) channels_.setup->listener.reset();
   }
-  work += drain_steady();
+  // The steady channel only gets an event when an established lane goes (DISCONNECTED,
+  // DEVICE_REMOVAL, ADDR_CHANGE): while wiring up it is read when worth it (a wait saw it
+  // readable, or every EventChannel::kPollInterval), not at every call; after, always.
+  if (!channels_.setup || (channels_.steady && channels_.steady->worth_reading(t))) work += drain_steady();
   bury_removed();
   if (channels_.setup) {
     work += start_connects(t);
