@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -102,10 +103,22 @@ Expected<PeerRecord> parse_record(uint32_t rank, const std::string& text) {
   return p;
 }
 
+// CLOCK_MONOTONIC_COARSE in ms: read from the vDSO even where the clocksource has none (the
+// VM's hpet), at jiffy resolution (1-10 ms): for pacing only, never for a reported time.
+int64_t coarse_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return int64_t(t.tv_sec) * 1000 + t.tv_nsec / 1000000;
+}
+
 // The deaths both watches saw since the last call, each dead rank's pending lanes given up.
 struct DeathWatches {
+  // The pidfds are polled at most this often (a poll() per turn of a busy progress loop
+  // otherwise): a death is seen this much later at worst, against the seconds of a CM timeout.
+  static constexpr int64_t kLocalPollMs = 5;
   std::unique_ptr<bootstrap::PmixDeathWatch> pmix;
   bootstrap::LocalExitWatch local;
+  int64_t next_local_poll_ms = 0;
   std::set<uint32_t> handled;
   // On demand: peers whose address could not be read (the address callback cannot give their
   // lanes up itself: it may run inside connect()).
@@ -117,7 +130,11 @@ struct DeathWatches {
       std::fprintf(stderr, "[a2a] rank %u: %s: gave up %zu lane(s)%s%s\n", me, why.c_str(), n, p.empty() ? "" : ": ",
                    p.c_str());
     }
-    std::vector<bootstrap::PeerDeath> seen = local.poll();
+    std::vector<bootstrap::PeerDeath> seen;
+    if (local.size() > 0) {
+      const int64_t ms = coarse_ms();
+      if (ms >= next_local_poll_ms) seen = local.poll(), next_local_poll_ms = ms + kLocalPollMs;
+    }
     if (pmix) for (auto& d : pmix->take()) seen.push_back(std::move(d));
     for (const bootstrap::PeerDeath& d : seen) {
       if (!handled.insert(d.rank).second) continue;

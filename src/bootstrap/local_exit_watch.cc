@@ -41,11 +41,17 @@ std::string LocalExitWatch::add(uint32_t rank, pid_t pid) {
 
 std::vector<PeerDeath> LocalExitWatch::poll() {
   std::vector<PeerDeath> out;
+  // One poll() for every live peer's pidfd (not one per peer).
+  std::vector<pollfd> q;
+  for (const Peer& p : watched_)
+    if (p.state == Watch::alive) q.push_back(pollfd{p.fd.fd(), POLLIN, 0});
+  const bool any = !q.empty() && ::poll(q.data(), q.size(), 0) > 0;
+  size_t i = 0;
   for (Peer& p : watched_) {
     if (p.state == Watch::alive) {
-      pollfd q{p.fd.fd(), POLLIN, 0};
       // A pidfd is readable once its process has ended (POLLIN), zombie or reaped.
-      if (::poll(&q, 1, 0) > 0 && (q.revents & (POLLIN | POLLHUP)) != 0) p.state = Watch::gone_unreported;
+      if (any && (q[i].revents & (POLLIN | POLLHUP)) != 0) p.state = Watch::gone_unreported;
+      ++i;
     }
     if (p.state == Watch::gone_unreported) {
       out.push_back({p.rank, "process exited (pidfd)", realtime_s()});

@@ -89,11 +89,13 @@ void PmixDeathWatch::on_death_cb(uint32_t rank, const std::string& event) {
   const uint64_t one = 1;
   // A full counter (2^64 - 2 unread wakeups) cannot happen; EAGAIN would still leave fd readable.
   (void)!write(efd_, &one, sizeof one);
+  signalled_.store(true, std::memory_order_release);
 }
 
 std::vector<PeerDeath> PmixDeathWatch::take() {
+  if (!signalled_.exchange(false, std::memory_order_acquire)) return {};
   uint64_t n = 0;
-  (void)!read(efd_, &n, sizeof n);  // EAGAIN when nothing came: fine
+  (void)!read(efd_, &n, sizeof n);
   std::lock_guard<std::mutex> lock(mu_);
   return std::exchange(pending_, {});
 }

@@ -13,6 +13,7 @@
 // PMIx to this process only, so the whole path can be tested under that launcher too.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -40,7 +41,8 @@ class PmixDeathWatch {
 
   // Readable (POLLIN) while deaths wait to be taken.
   int fd() const { return efd_; }
-  // The deaths reported since the last call (each rank once over the watch's life).
+  // The deaths reported since the last call (each rank once over the watch's life). Costs no
+  // system call while nothing came (the progress loop asks at every turn).
   std::vector<PeerDeath> take();
   // PMIx_Notify_event(PMIX_EVENT_PROC_TERMINATED, affected proc `rank`) with range
   // PMIX_RANGE_PROC_LOCAL: this process's own handler gets it from PMIx's thread. For tests.
@@ -57,6 +59,10 @@ class PmixDeathWatch {
   bool registered_ = false;
   std::mutex mu_;  // guards what the PMIx thread writes
   std::vector<PeerDeath> pending_;
+  // Set by the handler after its eventfd write, cleared by take() before it reads the
+  // eventfd: every write is followed by a take() that consumes it, so fd() never stays
+  // readable with nothing pending.
+  std::atomic<bool> signalled_{false};
   std::vector<uint32_t> seen_;
 };
 

@@ -50,8 +50,10 @@ Status EventFd::update(const std::vector<int>& fds, std::optional<Nanos> at) {
   }
   watched_ = fds;
 
-  // The same time again: the timer has not fired (a time already past would have come back
-  // as a later "now"), so there is no expiry to consume and nothing to re-arm.
+  // The same time again: either it is still ahead (nothing fired, nothing to re-arm) or it
+  // had passed when it was armed (the engine's clock reading of its last progress() comes
+  // back while work is ready): that expiry stays unconsumed and the set readable, which is
+  // what "due" asks for.
   if (armed_once_ && at == armed_) return Status::ok();
   // Consume a past expiry so the set is not readable for a timer already handled.
   uint64_t expirations = 0;

@@ -25,7 +25,8 @@ Result<std::unique_ptr<Engine>> make_engine(wireup_t* w, const wireup_params_t& 
 namespace wireup::capi {
 
 void refresh_poller(wireup_t* w) {
-  const Nanos at = w->engine->next_wakeup();
+  // The reading of the progress() (or start()) just before: no clock reading of its own.
+  const Nanos at = w->engine->next_wakeup(w->engine->progressed_at());
   Status s = w->poller.update(w->engine->fds(), at == Nanos::max() ? std::nullopt : std::optional<Nanos>(at));
   if (!s) fail(&w->last_error, "wireup_fd", s.error());  // noted; the loop still has wireup_wait
 }

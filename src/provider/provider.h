@@ -109,6 +109,18 @@ class EventChannel {
   // False only when get_event() certainly has nothing (the sim's queue is empty): dispatch()
   // then skips the call. Where only the read itself can tell (rdma), always true.
   virtual bool maybe_pending() const { return true; }
+  // For a channel that rarely has an event and is asked at every progress (the engine's
+  // steady channel while it wires up), as Device::async_worth_reading: exact where asking
+  // costs nothing (maybe_pending()), a hint on rdma, where each read is a system call (the
+  // last wait() saw the fd readable, the last read found an event, or kPollInterval passed
+  // since the first question after a read that found none). `now`: the caller's reading of
+  // the provider's clock. A caller whose own loop polls the fd reads an event within the
+  // interval (and, if it polls level-triggered, turns its loop meanwhile).
+  virtual bool worth_reading(Nanos now) {
+    (void)now;
+    return maybe_pending();
+  }
+  static constexpr Nanos kPollInterval = std::chrono::milliseconds(1);
 };
 
 // Takes up to `max` events from `ch` and hands each to its id's sink (a CONNECT_REQUEST to the

@@ -165,7 +165,7 @@ Status Engine::start() {
   const EngineOptions& o = opt();
   if (o.on_demand) {
     life_.started = true;
-    life_.started_at = now();
+    life_.started_at = life_.progressed_at = now();
     life_.deadline = Nanos::max();  // each ask has its own (engine_on_demand.cc)
     return start_on_demand();
   }
@@ -184,8 +184,8 @@ Status Engine::start() {
   // Sized from the plan: no growth (and no spare capacity) on the per-connection path.
   records_.reserve(pairs_.size());
   life_.started = true;
-  life_.started_at = now();
-  life_.deadline = now() + o.wireup_timeout;
+  life_.started_at = life_.progressed_at = now();
+  life_.deadline = life_.started_at + o.wireup_timeout;
   maybe_end_setup();
   return Status::ok();
 }
@@ -256,7 +256,11 @@ void Engine::retire(std::unique_ptr<cm::Connection> c) {
 Result<int> Engine::progress() {
   if (!life_.started) return Error::make(ErrorCode::invalid_state, "Engine::progress", "start() not called");
   int work = 0;
+  // The one clock reading of this call for what is decided by time (deadlines, retries due,
+  // pacing, the device's poll interval, next_wakeup() of the C API's poller): the connections'
+  // phase stamps still read the clock where each step happens.
   const Nanos t = now();
+  life_.progressed_at = t;
   if (opt().on_demand) {
     work += expire_due(t);
   } else if (pairs_.open() > 0 && t >= life_.deadline) {
@@ -273,10 +277,13 @@ Result<int> Engine::progress() {
     // Its DEVICE_REMOVAL was acked by the loop above: the listener can go now.
     if (channels_.setup->listener_removed) channels_.setup->listener.reset();
   }
-  work += drain_steady();
+  // The steady channel only gets an event when an established lane goes (DISCONNECTED,
+  // DEVICE_REMOVAL, ADDR_CHANGE): while wiring up it is read when worth it (a wait saw it
+  // readable, or every EventChannel::kPollInterval), not at every call; after, always.
+  if (!channels_.setup || (channels_.steady && channels_.steady->worth_reading(t))) work += drain_steady();
   bury_removed();
   if (channels_.setup) {
-    work += start_connects();
+    work += start_connects(t);
     if (admission_.qp_grant_ready()) work += grant_qps();
     work += start_due_notices();
     work += start_due_farewells();
@@ -290,9 +297,8 @@ Result<int> Engine::progress() {
   return work;
 }
 
-Nanos Engine::next_wakeup() const {
+Nanos Engine::next_wakeup(const Nanos t) const {
   if (!life_.started) return Nanos::max();
-  const Nanos t = now();
   const Nanos farewell_due = retries_.next_due(RetryScheduler::Queue::farewell);
   if (pairs_.open() == 0) {
     if (!channels_.setup) return Nanos::max();
@@ -313,7 +319,7 @@ Nanos Engine::next_wakeup() const {
 
 Status Engine::wait(Nanos timeout) {
   const Nanos t = now();
-  const Nanos until = std::min(t + timeout, next_wakeup());
+  const Nanos until = std::min(t + timeout, next_wakeup(t));
   if (until <= t) return Status::ok();
   auto ch = channels();
   auto dev = devices();
@@ -337,7 +343,10 @@ void Engine::maybe_end_setup() {
   // connection we initiated and will ask about it when its retries run out (rtu_linger).
   // An abandon notice still on its way tells a passive peer not to wait for us: give it time.
   // Neither can happen without a device.
-  if (!life_.device_lost && (now() < linger_until() || now() < farewell_until())) return;
+  if (!life_.device_lost) {
+    const Nanos t = now();
+    if (t < linger_until() || t < farewell_until()) return;
+  }
   // Nobody needs our listener any more: turn away what is still queued, then close.
   Setup& s = *channels_.setup;
   s.closing = true;

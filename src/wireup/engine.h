@@ -76,7 +76,14 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // (a start or a QP grant within its window, a retry that is due), else the earliest timer
   // (a retry's backoff, the wireup deadline, the end of the linger), else Nanos::max().
   // wait() sleeps until this too.
-  Nanos next_wakeup() const;
+  Nanos next_wakeup() const { return next_wakeup(now()); }
+  // The same from a reading of the provider's clock the caller already has (on rdma each
+  // reading is a system call where the clocksource has no vDSO, as on the VM's hpet), e.g.
+  // progressed_at(): a reading older than the true time only makes a due time come back as
+  // that older reading, which is just as due.
+  Nanos next_wakeup(Nanos now) const;
+  // The clock reading the last progress() (or start()) took at its beginning.
+  Nanos progressed_at() const { return life_.progressed_at; }
 
   // Every result so far, append-only: skip the `withdrawn` ones (see ConnResult).
   const std::vector<ConnResult>& results() const { return records_.results(); }
@@ -167,6 +174,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   struct Lifecycle {
     bool started = false;
     Nanos started_at{0};  // incast pacing counts from here
+    Nanos progressed_at{0};  // the clock reading of the last progress() (or start())
     Nanos deadline{0};
     Nanos last_active_established = cm::kUnset;
     uint32_t farewells = 0;            // abandon notices in flight
@@ -213,7 +221,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // c's failure, its REJ's wireup reason kept only if it authenticates as the answer to what
   // c sent: a forged or replayed REJ reads as one without a reason (transient).
   cm::Failure failure_of(const cm::Connection& c) const;
-  int start_connects();
+  int start_connects(Nanos now);
   // When the next first attempt in start order may leave (incast.h); Nanos::min() if now.
   Nanos first_connect_due() const;
   int grant_qps();

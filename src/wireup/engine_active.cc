@@ -24,9 +24,9 @@ cm::Spec Engine::spec_for(const Pair& p, uint64_t nonce) const {
   return spec;
 }
 
-int Engine::start_connects() {
+// `t`: progress()'s clock reading, for what is due; each connection stamps its own start.
+int Engine::start_connects(Nanos t) {
   int work = 0;
-  const Nanos t = now();
   while (admission_.connect_room()) {
     Pair* p = nullptr;
     if (auto i = retries_.pop_due(RetryScheduler::Queue::connect, t)) {
@@ -47,9 +47,11 @@ int Engine::start_connects() {
       continue;
     ++p->attempt;
     ++stats_[Counter::connects_started];
-    if (p->first_start == cm::kUnset) p->first_start = t;
     ++work;
     auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec_for(*p, fixed_.wire.fresh_nonce()), this);
+    // The connection's own start stamp (no second reading): later than t by the connects
+    // this loop has started before it.
+    if (p->first_start == cm::kUnset) p->first_start = c ? (*c)->timings().start : t;
     if (!c) {
       fail_pair(*p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
       continue;
@@ -162,7 +164,9 @@ void Engine::establish(Pair& p) {
   pairs_.settled();
   if (p.role == cm::Role::active) {
     ++stats_[Counter::established_active];
-    life_.last_active_established = now();
+    // Its ESTABLISHED stamp (rdma_establish just returned; the migration came since).
+    const Nanos at = c->timings().established;
+    life_.last_active_established = at != cm::kUnset ? at : now();
   } else {
     ++stats_[Counter::established_passive];
   }

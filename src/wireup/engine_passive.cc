@@ -50,8 +50,8 @@ void Engine::handle_request(prov::CmEvent& ev) {
   std::unique_ptr<cm::Failure> last = take_last(*p);
   release_state(*p);
   p->attempt = v.header.attempt;
-  if (p->first_start == cm::kUnset) p->first_start = now();
   auto c = cm::Connection::from_request(prov_, ev, spec_for(*p, v.header.nonce), this);
+  if (p->first_start == cm::kUnset) p->first_start = c->timings().start;  // its one reading
   p->become(Connecting{std::move(c), false, std::move(last)});
   after_event(*p);  // queues it for a QP; grant_qps() accepts within the QP window
 }

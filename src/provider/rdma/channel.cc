@@ -35,14 +35,24 @@ RdmaEventChannel::~RdmaEventChannel() {
   delete shared_;
 }
 
+bool RdmaEventChannel::worth_reading(Nanos now) {
+  if (maybe_pending_) return true;
+  if (!next_read_) next_read_ = now + kPollInterval;
+  return now >= *next_read_;
+}
+
 Result<CmEvent> RdmaEventChannel::get_event() {
   rdma_cm_event* ev = nullptr;
   if (rdma_get_cm_event(shared_->ch, &ev) != 0) {
     int err = errno;
-    if (err == EAGAIN || err == EWOULDBLOCK)
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      maybe_pending_ = false;
+      next_read_.reset();
       return Error::would_block_on("rdma_get_cm_event");  // every idle progress(): no allocation
+    }
     return Error::from_errno("rdma_get_cm_event", err);
   }
+  maybe_pending_ = true;  // another may follow
   CmEvent out;
   out.set_ack(std::make_unique<RdmaAck>(ev));
   out.type = from_rdma(ev->event);

@@ -144,7 +144,11 @@ Status RdmaProvider::wait(std::span<EventChannel* const> channels, std::span<Dev
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout + std::chrono::microseconds(999));
   int rc = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(ms.count(), INT_MAX)));
   if (rc < 0 && errno != EINTR) return Error::from_errno("poll", errno, "on rdma_cm channel and device async fds");
-  // Tell each device whose fd is readable, so the next progress reads it (async_worth_reading).
+  // Tell each channel and device whose fd is readable, so the next progress reads it
+  // (worth_reading, async_worth_reading).
+  for (size_t c = 0; c < channels.size(); ++c)
+    if (rc > 0 && (fds[c].revents & POLLIN) != 0)
+      if (auto* r = dynamic_cast<RdmaEventChannel*>(channels[c])) r->saw_readable();
   size_t i = channels.size();
   for (Device* d : devices)
     if (d->async_fd() >= 0) {

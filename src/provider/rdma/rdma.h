@@ -140,12 +140,18 @@ class RdmaEventChannel final : public EventChannel {
   ~RdmaEventChannel() override;
   int fd() const override { return shared_->ch->fd; }
   Result<CmEvent> get_event() override;
+  bool worth_reading(Nanos now) override;
+  // RdmaProvider::wait() saw the fd readable.
+  void saw_readable() { maybe_pending_ = true; }
   rdma_event_channel* get() const { return shared_->ch; }
   Shared* shared() const { return shared_; }
 
  private:
   RdmaProvider& prov_;
   Shared* shared_;
+  // worth_reading(), as RdmaDevice's async_worth_reading().
+  bool maybe_pending_ = true;
+  std::optional<Nanos> next_read_;
 };
 
 class RdmaCmId final : public CmId {
