@@ -88,11 +88,6 @@ std::optional<uint64_t> RetryScheduler::pop_due(Queue q, Nanos now) {
   return k;
 }
 
-Nanos RetryScheduler::next_due(Queue q) const {
-  const auto& m = queue(q);
-  return m.empty() ? Nanos::max() : m.begin()->first;
-}
-
 void RetryScheduler::clear() {
   connects_.clear();
   notices_.clear();
