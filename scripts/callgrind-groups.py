@@ -17,8 +17,8 @@ import sys
 # (group, what it pays for, pattern matched at the start of the function's qualified name,
 # its signature cut off). Order matters: the first match wins.
 GROUPS = [
-    ("MACs", "libsodium SipHash-2-4-128, 4 per connection: authentication both ways",
-     r"crypto_|sodium|wireup::MacKey::"),
+    ("MACs", "libsodium's MAC (mac.h), 4 per connection: authentication both ways",
+     r"crypto_|sodium|blake2b|siphash|wireup::MacKey::"),
     ("wire and gate", "private data encoded, decoded and checked before any QP; the REP's check",
      r"wireup::(encode|decode|Wire::|check_request|check_reply|check_pair|decode_address|Engine::check_reply|RequestGate|GateContext)"),
     ("QP transitions", "init_qp_attr answers overridden and their required attributes checked, 3 per QP",
