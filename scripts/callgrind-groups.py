@@ -18,7 +18,7 @@ import sys
 # its signature cut off). Order matters: the first match wins.
 GROUPS = [
     ("MACs", "libsodium's MAC (mac.h), 4 per connection: authentication both ways",
-     r"crypto_|sodium|blake2b|siphash|wireup::MacKey::"),
+     r"crypto_|libsodium|sodium_|blake2b|siphash|wireup::MacKey::"),
     ("wire and gate", "private data encoded, decoded and checked before any QP; the REP's check",
      r"wireup::(encode|decode|Wire::|check_request|check_reply|check_pair|decode_address|Engine::check_reply|RequestGate|GateContext)"),
     ("QP transitions", "init_qp_attr answers overridden and their required attributes checked, 3 per QP",
@@ -56,9 +56,13 @@ def load(path):
         m = LINE.match(line)
         if not m or "PROGRAM TOTALS" in line:
             continue
+        obj = re.search(r" \[([^\]]*)\]$", m.group(2))
         label = re.sub(r" \[[^\]]*\]$", "", m.group(2))
         # "file:function": the function is what follows the file's path.
         fn = label.split(":", 1)[1] if re.match(r"^[^ ]*?:", label) else label
+        # A library's unnamed internals (no symbols: "???:0x..."): named by the library.
+        if label.startswith("???:0x") and obj:
+            fn = obj.group(1).rsplit("/", 1)[-1] + label[3:]
         funcs[fn] = funcs.get(fn, 0) + int(m.group(1).replace(",", ""))
     return funcs
 
