@@ -131,7 +131,7 @@ void BM_EngineVsMesh(benchmark::State& state) {
   const uint32_t n = static_cast<uint32_t>(state.range(0));
   const double conns = double(n) * (n - 1) / 2;
   double mesh_cpu = 0, engine_cpu = 0, mac_cpu = 0;
-  int64_t mesh_bytes = 0, engine_bytes = 0;
+  int64_t mesh_bytes = 0, engine_bytes = 0, mesh_allocs = 0, engine_allocs = 0;
   for (auto _ : state) {
     {
       SimConfig cfg;
@@ -140,8 +140,10 @@ void BM_EngineVsMesh(benchmark::State& state) {
       const double t0 = cpu_s();
       SimFabric fab(cfg);
       add_nodes(fab, n);
+      const int64_t a0 = wireup::bench::allocations();
       prov::sim::SimMesh mesh(fab);
       mesh_all_to_all(fab, mesh, n);
+      mesh_allocs = wireup::bench::allocations() - a0;
       mesh_cpu += cpu_s() - t0;
       mesh_bytes = wireup::bench::live_heap_bytes() - b0;
       wireup::bench::massif_snapshot();  // snapshot .0: SimMesh done, nothing torn down
@@ -153,8 +155,10 @@ void BM_EngineVsMesh(benchmark::State& state) {
       const double t0 = cpu_s();
       SimFabric fab(cfg);
       add_nodes(fab, n);
+      const int64_t a0 = wireup::bench::allocations();
       auto job = make_job(fab, n, 1);
       run(fab, *job);
+      engine_allocs = wireup::bench::allocations() - a0;
       engine_cpu += cpu_s() - t0;
       engine_bytes = wireup::bench::live_heap_bytes() - b0;
       wireup::bench::massif_snapshot();  // snapshot .1: wireup ended, nothing torn down
@@ -174,6 +178,10 @@ void BM_EngineVsMesh(benchmark::State& state) {
   state.counters["mesh_bytes_per_conn"] = double(mesh_bytes) / conns;
   state.counters["engine_bytes_per_conn"] = double(engine_bytes) / conns;
   state.counters["overhead_bytes_per_conn"] = double(engine_bytes - mesh_bytes) / conns;
+  // Heap allocations per connection after the fabric's nodes exist (the fabric's own count
+  // in both: its ids, QPs, events).
+  state.counters["mesh_allocs_per_conn"] = double(mesh_allocs) / conns;
+  state.counters["engine_allocs_per_conn"] = double(engine_allocs) / conns;
 }
 BENCHMARK(BM_EngineVsMesh)->Arg(32)->Arg(64)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
 

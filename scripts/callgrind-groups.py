@@ -39,7 +39,7 @@ GROUPS = [
      r"wireup::prov::sim::(?!SimMesh)"),
     ("drivers", "sim_drive's loop minus SimMesh's own loop (listen/connect/run)",
      r"wireup::sim_drive|wireup::prov::sim::SimMesh"),
-    ("allocator", "malloc/free (the same calls on both sides; the engine's cost more)",
+    ("allocator", "malloc/free: ~5 allocations per connection more than SimMesh's ~31 (BM_EngineVsMesh *_allocs_per_conn)",
      r"malloc|free|_int_|operator new|operator delete|tcache|unlink_chunk"),
     ("memcpy/memset", "copies and zeroing", r"__mem|mem(move|cpy|set|cmp)"),
 ]
