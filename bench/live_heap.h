@@ -7,6 +7,6 @@
 
 namespace wireup::bench {
 int64_t live_heap_bytes();
-// Calls of operator new so far (the allocator's share of the CPU follows them).
+// Calls of operator new so far on this thread (the allocator's share of the CPU follows them).
 int64_t allocations();
 }  // namespace wireup::bench
