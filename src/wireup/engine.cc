@@ -46,6 +46,9 @@ Status check_options(const EngineOptions& o, const qp::QpFactory& factory) {
   if (o.connect_window == 0) return bad_option("connect_window is 0");
   if (o.qp_window == 0) return bad_option("qp_window is 0");
   if (o.max_attempts == 0) return bad_option("max_attempts is 0");
+  // A result counts its attempts in 16 bits (ConnResult): more could not be reported.
+  if (o.max_attempts > 65535)
+    return bad_option("max_attempts " + std::to_string(o.max_attempts) + " above 65535 (a result counts attempts in 16 bits)");
   if (o.incast.on && (o.incast.burst == 0 || o.incast.rate == 0)) return bad_option("incast pacing with a zero burst or rate");
   if (o.backoff_jitter < 0 || o.backoff_jitter > 1) return bad_option("backoff_jitter outside [0, 1]");
   if (o.listen_addr.empty()) return bad_option("listen_addr is not set");

@@ -113,7 +113,7 @@ struct ConnResult {
   uint32_t local_qpn = 0;
   uint32_t remote_qpn = 0;
   uint16_t lane = 0;
-  uint16_t attempts = 0;        // saturates at 65,535
+  uint16_t attempts = 0;        // Engine::create refuses max_attempts above 65,535
   uint16_t link = 0;            // its LinkInfo: Engine::link(*this)
   cm::Role role = cm::Role::active;
   bool withdrawn = false;       // taken back before hand-over (see above; or its device was

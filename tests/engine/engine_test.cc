@@ -112,6 +112,13 @@ TEST(Engine, BadOptionsAreNamed) {
   e = Engine::create(f.provider(0), o, factory.hook());
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message().find("job_key is 0"), std::string::npos);
+  o.job_key = 1;
+  o.max_attempts = 65536;
+  e = Engine::create(f.provider(0), o, factory.hook());
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message().find("max_attempts 65536 above 65535"), std::string::npos) << e.error().message();
+  o.max_attempts = 65535;
+  EXPECT_TRUE(Engine::create(f.provider(0), o, factory.hook())) << "the largest count a result holds is allowed";
 }
 
 }  // namespace
