@@ -1,0 +1,55 @@
+#include "wireup/engine_checks.h"
+
+namespace wireup {
+namespace {
+
+Error bad_option(const std::string& what) {
+  return Error::make(ErrorCode::invalid_argument, "Engine::create", what);
+}
+
+}  // namespace
+
+Result<cm::Profile> make_profile(const EngineOptions& o) {
+  auto qp = qp::CheckedOverrides::check(o.qp);
+  if (!qp) return qp.error();
+  cm::Profile pr;
+  prov::SockAddr src = o.listen_addr;
+  src.set_port(0);
+  pr.local = src;
+  pr.resolve_addr_timeout_ms = o.resolve_addr_timeout_ms;
+  pr.resolve_route_timeout_ms = o.resolve_route_timeout_ms;
+  pr.tos = o.tos;
+  pr.ack_timeout = o.ack_timeout;
+  pr.ece = o.ece;
+  pr.qp = *qp;
+  pr.param = o.param;
+  return pr;
+}
+
+Status check_options(const EngineOptions& o, const qp::QpFactory& factory) {
+  if (o.nranks == 0) return bad_option("nranks is 0");
+  if (o.rank >= o.nranks) return bad_option("rank " + std::to_string(o.rank) + " >= nranks " + std::to_string(o.nranks));
+  if (o.backlog <= 0) return bad_option("backlog " + std::to_string(o.backlog) + " is not positive");
+  if (o.wireup_timeout <= Nanos{0}) return bad_option("wireup_timeout is not positive");
+  if (o.resolve_addr_timeout_ms <= 0 || o.resolve_route_timeout_ms <= 0)
+    return bad_option("resolve_addr/route timeouts must be positive");
+  if (o.lanes == 0 || o.lanes > 65535) return bad_option("lanes " + std::to_string(o.lanes) + " outside [1, 65535]");
+  if (o.job_key == 0) return bad_option("job_key is 0: every rank of a job must share one non-zero key");
+  if (o.connect_window == 0) return bad_option("connect_window is 0");
+  if (o.qp_window == 0) return bad_option("qp_window is 0");
+  if (o.max_attempts == 0) return bad_option("max_attempts is 0");
+  // A result counts its attempts in 16 bits (ConnResult): more could not be reported.
+  if (o.max_attempts > 65535)
+    return bad_option("max_attempts " + std::to_string(o.max_attempts) + " above 65535 (a result counts attempts in 16 bits)");
+  if (o.incast.on && (o.incast.burst == 0 || o.incast.rate == 0)) return bad_option("incast pacing with a zero burst or rate");
+  if (o.backoff_jitter < 0 || o.backoff_jitter > 1) return bad_option("backoff_jitter outside [0, 1]");
+  if (o.listen_addr.empty()) return bad_option("listen_addr is not set");
+  if (o.listen_addr.family() == AF_INET && o.listen_addr.ipv4_addr() == 0)
+    return bad_option("listen_addr 0.0.0.0: peers need a specific address to reach (the device's IP)");
+  if (!o.on_demand && (o.eager_ring != 0 || !o.eager_peers.empty()))
+    return bad_option("eager_ring / eager_peers are for on_demand mode (bulk connects every peer)");
+  if (!factory) return bad_option("no QP factory");
+  return Status::ok();  // the QP overrides: make_profile() checks them, once for every QP
+}
+
+}  // namespace wireup
