@@ -273,6 +273,10 @@ struct DeviceInfo {
   std::string pci_bus_id;      // "0000:81:00.0", empty for software devices
   std::string netdev;          // RoCE: the Ethernet interface underneath
   uint32_t max_qp = 0;
+  // READ/atomic bounds (ibv_device_attr): outstanding as a target per QP (max_qp_rd_atom, the
+  // bound of responder_resources) and as an initiator (max_qp_init_rd_atom, initiator_depth).
+  uint32_t max_qp_rd_atom = 0;
+  uint32_t max_qp_init_rd_atom = 0;
   std::vector<PortInfo> ports;
 };
 

@@ -42,6 +42,8 @@ SimDevice::SimDevice(Core& c, uint32_t n, uint32_t i, const SimDeviceSpec& spec)
   info_.fw_ver = "sim";
   info_.netdev = "sim" + std::to_string(i);  // pci_bus_id stays empty: no hwloc object behind it
   info_.max_qp = spec.max_qp;
+  info_.max_qp_rd_atom = spec.max_rd_atomic;
+  info_.max_qp_init_rd_atom = spec.max_rd_atomic;
   PortInfo p;
   p.port_num = 1;
   p.state = spec.port_state;
