@@ -143,6 +143,7 @@ Status Connection::connect(const qp::QpFactory& factory) {
     ans_.offered = *offered;
     prov::ConnParam p = profile_.param;
     p.qp_num = qp_->qpn();
+    p.srq = qp_->has_srq() ? 1 : 0;  // the REQ's/REP's SRQ bit says what the QP is
     p.private_data.assign(given_.private_data.bytes().begin(), given_.private_data.bytes().end());
     return id_->connect(p);
   }();
@@ -196,6 +197,7 @@ Status Connection::accept(const qp::QpFactory& factory) {
     t_.rts = now();
     prov::ConnParam p = profile_.param;
     p.qp_num = qp_->qpn();
+    p.srq = qp_->has_srq() ? 1 : 0;  // the REQ's/REP's SRQ bit says what the QP is
     p.private_data.assign(given_.private_data.bytes().begin(), given_.private_data.bytes().end());
     return id_->accept(p);
   }();
