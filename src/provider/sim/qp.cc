@@ -48,7 +48,6 @@ TransitionMasks rc_transition(QpState from, QpState to) {
 SimQp::SimQp(SimDevice& dev, SimPd& pd, const QpInitAttr& attr, uint32_t qpn)
     : dev_(dev), pd_(pd), srq_(static_cast<SimSrq*>(attr.srq)), qpn_(qpn), init_(attr) {
   self_ = dev_.core.qps.add(this);
-  static_cast<SimCq*>(init_.send_cq)->senders.push_back(self_);
   if (srq_ != nullptr) srq_->qps.push_back(self_);
   dev_.qp_by_num[qpn_] = self_;
   ++dev_.qps;
@@ -58,8 +57,7 @@ SimQp::SimQp(SimDevice& dev, SimPd& pd, const QpInitAttr& attr, uint32_t qpn)
 SimQp::~SimQp() {
   dev_.core.charge(dev_.node, dev_.core.latency.destroy_qp);
   dev_.qp_by_num.erase(qpn_);
-  std::erase(static_cast<SimCq*>(init_.send_cq)->senders, self_);
-  if (srq_ != nullptr) std::erase(srq_->qps, self_);
+  // The CQ's and the SRQ's lists keep the handle; they skip it once it is dead.
   --dev_.qps;
   dev_.core.qps.remove(self_);
   --dev_.core.stats.qps_alive;

@@ -91,10 +91,17 @@ void SimQp::retire_in_flight() {
   for (const Done& d : done) complete_send(d.wr, d.status, d.byte_len);
 }
 
+void SimQp::list_in_send_cq() {
+  if (in_senders_) return;
+  in_senders_ = true;
+  static_cast<SimCq*>(init_.send_cq)->senders.push_back(self_);
+}
+
 void SimQp::retire() {
-  if (in_flight_.empty() && sq_.empty()) return;
+  in_senders_ = false;  // the CQ took this QP off its list
   retire_in_flight();
   issue_queued();
+  if (!in_flight_.empty() || !sq_.empty()) list_in_send_cq();
 }
 
 Status SimQp::post(const SendWr& w) {
@@ -126,7 +133,10 @@ Status SimQp::post(const SendWr& w) {
 void SimQp::issue_queued() {
   while (!sq_.empty() && attr_.qp_state == QpState::rts) {
     // The requester's own READ/atomic credits: the next one waits for a response.
-    if (is_rd_atomic(sq_.front().opcode) && rd_atomic_in_flight_ >= attr_.max_rd_atomic) return;
+    if (is_rd_atomic(sq_.front().opcode) && rd_atomic_in_flight_ >= attr_.max_rd_atomic) {
+      list_in_send_cq();
+      return;
+    }
     SendWr wr = sq_.front();
     sq_.erase(sq_.begin());
     if (!issue(wr)) return;
@@ -172,6 +182,7 @@ bool SimQp::issue(const SendWr& wr) {
   }
   if (is_rd_atomic(wr.opcode)) {
     in_flight_.push_back(Done{wr, wc_status::success, is_atomic(wr.opcode) ? 8u : wr.sge.length});
+    list_in_send_cq();
     return true;
   }
   if (wr.opcode == WrOpcode::rdma_write_with_imm) {
@@ -336,8 +347,10 @@ void SimQp::to_error() {
 }
 
 SimSrq::~SimSrq() {
-  if (!qps.empty())
-    WIREUP_LOG(warn, "sim: SRQ destroyed with %zu QP(s) attached (ibv_destroy_srq: EBUSY)", qps.size());
+  size_t attached = 0;
+  for (Handle h : qps) attached += pd_.sim_device().core.qps.get(h) != nullptr ? 1 : 0;
+  if (attached != 0)
+    WIREUP_LOG(warn, "sim: SRQ destroyed with %zu QP(s) attached (ibv_destroy_srq: EBUSY)", attached);
 }
 
 Status SimSrq::post_recv(uint64_t wr_id, const Sge& sge) {
@@ -345,8 +358,9 @@ Status SimSrq::post_recv(uint64_t wr_id, const Sge& sge) {
     return Error::from_errno("ibv_post_srq_recv", ENOMEM,
                              "SRQ full (" + std::to_string(attr_.max_wr) + " WRs)");
   recvs.push_back(RecvWr{wr_id, sge});
-  for (size_t i = 0; i < qps.size() && !recvs.empty(); ++i)
-    if (SimQp* q = pd_.sim_device().core.qps.get(qps[i])) q->drain_waiting();
+  auto& table = pd_.sim_device().core.qps;
+  std::erase_if(qps, [&](Handle h) { return table.get(h) == nullptr; });
+  for (size_t i = 0; i < qps.size() && !recvs.empty(); ++i) table.get(qps[i])->drain_waiting();
   return Status::ok();
 }
 

@@ -131,10 +131,14 @@ void SimCq::push(const WorkCompletion& wc) {
 }
 
 Result<int> SimCq::poll(std::span<WorkCompletion> wc) {
-  // The responses of the READ/atomics in flight come back now (qp_data.cc). Retiring
-  // creates and destroys no QP, so `senders` stays as it is during the walk.
-  for (size_t i = 0; i < senders.size(); ++i)
-    if (SimQp* q = core_.qps.get(senders[i])) q->retire();
+  // The responses of the READ/atomics in flight come back now (qp_data.cc); a QP with more
+  // to come lists itself again. Dead handles (destroyed QPs) are skipped.
+  if (!senders.empty()) {
+    std::vector<Handle> listed;
+    listed.swap(senders);
+    for (Handle h : listed)
+      if (SimQp* q = core_.qps.get(h)) q->retire();
+  }
   int n = 0;
   while (static_cast<size_t>(n) < wc.size() && !q_.empty()) {
     wc[static_cast<size_t>(n++)] = q_.front();

@@ -96,7 +96,8 @@ class SimCq final : public Cq {
   void* native() const override { return nullptr; }
 
   void push(const WorkCompletion& wc);
-  // QPs whose send queue completes here: a poll first lets their READ/atomic responses in.
+  // QPs whose send queue completes here and has READ/atomics in flight (or requests waiting
+  // for them): a poll first lets their responses in. Empty unless one-sided reads are used.
   std::vector<Handle> senders;
 
  private:
@@ -122,7 +123,7 @@ class SimSrq final : public Srq {
   SimPd& pd() const { return pd_; }
 
   std::vector<RecvWr> recvs;
-  std::vector<Handle> qps;  // attached QPs (a new receive may serve one waiting in RNR)
+  std::vector<Handle> qps;  // attached QPs, dead ones dropped lazily (a receive may serve one in RNR)
 
  private:
   SimPd& pd_;
@@ -180,6 +181,7 @@ class SimQp final : public Qp {
   void finish(const SendWr& wr, uint32_t byte_len);
   void retire_in_flight();
   void issue_queued();
+  void list_in_send_cq();  // so that its next poll retires what is in flight
   // Executes one request at the responder; false: this QP went to ERR.
   bool issue(const SendWr& wr);
   bool local_ok(const SendWr& wr) const;
@@ -209,6 +211,7 @@ class SimQp final : public Qp {
   std::vector<SendWr> sq_;        // posted, not issued (the READ/atomic depth is used up)
   std::vector<Done> in_flight_;   // issued, completion not yet reported
   size_t rd_atomic_in_flight_ = 0;
+  bool in_senders_ = false;       // listed in the send CQ's senders
   bool comm_est_ = false;         // COMM_EST raised already (once per QP, at its first packet)
 };
 
