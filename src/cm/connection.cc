@@ -140,6 +140,7 @@ Result<prov::ConnParam> Connection::conn_param() const {
   const Depths d = given_.role == Role::active ? *local : answer_depths(*local, ans_.req_depths);
   prov::ConnParam p = profile_.param;
   p.qp_num = qp_->qpn();
+  p.srq = qp_->has_srq() ? 1 : 0;  // the REQ's/REP's SRQ bit says what the QP is
   p.initiator_depth = d.initiator_depth;
   p.responder_resources = d.responder_resources;
   p.private_data.assign(given_.private_data.bytes().begin(), given_.private_data.bytes().end());
