@@ -1,6 +1,8 @@
 // What the handed-over QPs carry, read back from the QPs themselves (ibv_query_qp on rdma):
 // the access flags a transport's one-sided operations need on both ends, the READ/atomic
 // depths negotiated between two ranks configured differently, and the one ACK timeout.
+#include <cstdio>
+
 #include "tests/engine/engine_harness.h"
 
 namespace wireup::etest {
@@ -62,6 +64,12 @@ TEST(QpAttributes, BothEndsCarryTheNegotiatedDepthsAccessAndAckTimeout) {
       const prov::QpAttr b = query(*job->ranks[r.peer].engine, static_cast<uint32_t>(pr - job->ranks[r.peer].engine->results().data()));
       SCOPED_TRACE("rank " + std::to_string(me) + (r.role == cm::Role::active ? " active" : " passive") +
                    " qpn " + std::to_string(r.local_qpn));
+      // Both ends as ibv_query_qp reads them (the note quotes these lines).
+      std::printf("[qp_attr] %s rank %u %s qpn 0x%x: access 0x%x rd_atomic %u dest_rd_atomic %u timeout %u "
+                  "mtu %u retry %u/%u | peer qpn 0x%x: access 0x%x rd_atomic %u dest_rd_atomic %u timeout %u\n",
+                  f.name().c_str(), me, r.role == cm::Role::active ? "active " : "passive", r.local_qpn,
+                  a.qp_access_flags, a.max_rd_atomic, a.max_dest_rd_atomic, a.timeout, a.path_mtu, a.retry_cnt,
+                  a.rnr_retry, pr->local_qpn, b.qp_access_flags, b.max_rd_atomic, b.max_dest_rd_atomic, b.timeout);
       EXPECT_EQ(a.qp_state, prov::QpState::rts);
       // Every one-sided operation a transport posts into this QP is allowed (the peer's
       // depth toward us is not 0, so READ and atomics too).
