@@ -31,7 +31,7 @@ class TransportQp final : public prov::Qp {
   Status modify(const prov::QpAttr& attr, uint32_t mask) override { return v_.qp->modify(attr, mask); }
   Result<prov::QpAttr> query(uint32_t mask) override { return v_.qp->query(mask); }
   Result<prov::Ece> query_ece() override { return v_.qp->query_ece(); }
-  Result<prov::Ece> set_ece(const prov::Ece& ece) override { return v_.qp->set_ece(ece); }
+  Status set_ece(const prov::Ece& ece) override { return v_.qp->set_ece(ece); }
   Status post_send(uint64_t wr_id, const prov::Sge& sge, bool signaled) override {
     return v_.qp->post_send(wr_id, sge, signaled);
   }

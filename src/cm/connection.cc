@@ -179,18 +179,23 @@ Status Connection::accept(const qp::QpFactory& factory) {
   bool refused = false;
   Status s = [&]() -> Status {
     WIREUP_TRY(make_qp(factory));
-    auto d = ece::answer_request(profile_.ece, *qp_, *id_, ans_.ece);
-    if (!d) return d.error();
-    if (d->reject) {
+    auto refuse = [&](const ece::Decision& d) -> Status {
       refused = true;
       WIREUP_TRY(id_->reject_ece({}));
-      return Error::make(ErrorCode::rejected, "rdma_reject_ece", d->why);
-    }
+      return Error::make(ErrorCode::rejected, "rdma_reject_ece", d.why);
+    };
+    // ECE is set before RTR and read back after it: the firmware decides at that modify.
+    auto d = ece::before_rtr_passive(profile_.ece, *qp_, *id_, ans_.ece);
+    if (!d) return d.error();
+    if (d->reject) return refuse(*d);
     // RTR only: the QP goes to RTS once the CM says the connection is established (the RTU,
     // or COMM_EST through notify_comm_est()). A QP in RTR that receives a request packet
     // before the RTU raises COMM_EST (IBA 11.6.3); one already in RTS raises nothing, and
     // the CM would go on waiting for an RTU that may be lost.
     WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp));
+    auto taken = ece::confirm(profile_.ece, *std::move(d), *qp_, *id_, ans_.ece, true);
+    if (!taken) return taken.error();
+    if (taken->reject) return refuse(*taken);
     // The phase stamp keeps its meaning (the QP ready, the REP about to go): what follows,
     // up to ESTABLISHED, is the wait for the RTU (stats.h, Phase::establish).
     t_.rts = now();
@@ -229,14 +234,18 @@ void Connection::on_response(const prov::CmEvent& ev) {
   }
   bool refused = false;
   Status s = [&]() -> Status {
-    auto d = ece::apply_reply(profile_.ece, ans_.offered, *qp_, *id_, ans_.ece);
-    if (!d) return d.error();
-    if (d->reject) {
+    auto refuse = [&](const ece::Decision& d) -> Status {
       refused = true;
       WIREUP_TRY(id_->reject_ece({}));
-      return Error::make(ErrorCode::rejected, "rdma_reject_ece", d->why);
-    }
+      return Error::make(ErrorCode::rejected, "rdma_reject_ece", d.why);
+    };
+    auto d = ece::before_rtr_active(profile_.ece, ans_.offered, *qp_, *id_, ans_.ece);
+    if (!d) return d.error();
+    if (d->reject) return refuse(*d);
     WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp));
+    auto taken = ece::confirm(profile_.ece, *std::move(d), *qp_, *id_, ans_.ece, false);
+    if (!taken) return taken.error();
+    if (taken->reject) return refuse(*taken);
     WIREUP_TRY(qp::to_rts(*qp_, *id_, profile_.qp));
     t_.rts = now();
     return id_->establish();
