@@ -1,5 +1,7 @@
 // Live device listing through the rdma provider. ECE support is probed the only way verbs
-// offers: ibv_query_ece on a scratch RC QP (EOPNOTSUPP = no ECE, as on rxe).
+// offers, on a scratch RC QP: ibv_query_ece (EOPNOTSUPP = no ECE verbs, as on rxe), then
+// ibv_set_ece (mlx5 answers query even without the ECE capability, and set EOPNOTSUPP:
+// rdma-core providers/mlx5/verbs.c).
 #include <cinttypes>
 #include <cstdio>
 
@@ -24,6 +26,9 @@ std::string ece_support(prov::Device& dev) {
   if (!qp) return "unknown (" + qp.error().message() + ")";
   Result<prov::Ece> ece = (*qp)->query_ece();
   if (ece.is_ok()) {
+    Status set = (*qp)->set_ece(prov::Ece{ece->vendor_id, ece->options != 0 ? ece->options : 1});
+    if (!set && set.code() == ErrorCode::not_supported) return "no (ibv_set_ece: EOPNOTSUPP)";
+    if (!set) return "unknown (" + set.error().message() + ")";
     char buf[64];
     std::snprintf(buf, sizeof buf, "yes (vendor 0x%x, options 0x%x)", ece->vendor_id, ece->options);
     return buf;

@@ -196,13 +196,15 @@ Status Connection::accept(const qp::QpFactory& factory) {
     // this id (rdma_init_qp_attr for RTS), so it is set here too, before the QP reaches RTS.
     if (profile_.ack_timeout) WIREUP_TRY(id_->set_ack_timeout(*profile_.ack_timeout));
     WIREUP_TRY(make_qp(factory));
-    auto d = ece::answer_request(profile_.ece, *qp_, *id_, ans_.ece);
-    if (!d) return d.error();
-    if (d->reject) {
+    auto refuse = [&](const ece::Decision& d) -> Status {
       refused = true;
       WIREUP_TRY(id_->reject_ece({}));
-      return Error::make(ErrorCode::rejected, "rdma_reject_ece", d->why);
-    }
+      return Error::make(ErrorCode::rejected, "rdma_reject_ece", d.why);
+    };
+    // ECE is set before RTR and read back after it: the firmware decides at that modify.
+    auto d = ece::before_rtr_passive(profile_.ece, *qp_, *id_, ans_.ece);
+    if (!d) return d.error();
+    if (d->reject) return refuse(*d);
     // RTR only: the QP goes to RTS once the CM says the connection is established (the RTU,
     // or COMM_EST through notify_comm_est()). A QP in RTR that receives a request packet
     // before the RTU raises COMM_EST (IBA 11.6.3); one already in RTS raises nothing, and
@@ -211,6 +213,9 @@ Status Connection::accept(const qp::QpFactory& factory) {
     if (!p) return p.error();
     ans_.answered = qp::DepthCap{p->initiator_depth, p->responder_resources};
     WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp, &ans_.given, &ans_.answered));
+    auto taken = ece::confirm(profile_.ece, *std::move(d), *qp_, *id_, ans_.ece, true);
+    if (!taken) return taken.error();
+    if (taken->reject) return refuse(*taken);
     // The phase stamp keeps its meaning (the QP ready, the REP about to go): what follows,
     // up to ESTABLISHED, is the wait for the RTU (stats.h, Phase::establish).
     t_.rts = now();
@@ -251,16 +256,21 @@ void Connection::on_response(const prov::CmEvent& ev) {
     // cma_ib_init_qp_attr), which leaves this QP refusing every RDMA WRITE, READ and atomic
     // aimed at it. ib_cm_init_qp_attr answers REMOTE_WRITE, and REMOTE_READ | REMOTE_ATOMIC
     // when the REP's initiator depth is not 0. librdmacm does the same for the QPs it owns
-    // (cma.c, ucma_modify_qp_rtr).
+    // (cma.c, ucma_modify_qp_rtr). Before the ECE set: mlx5 hands the stored options to the
+    // firmware at the next modify, which must be the RTR.
     WIREUP_TRY(qp::to_init(*qp_, *id_, profile_.qp, &ans_.given));
-    auto d = ece::apply_reply(profile_.ece, ans_.offered, *qp_, *id_, ans_.ece);
-    if (!d) return d.error();
-    if (d->reject) {
+    auto refuse = [&](const ece::Decision& d) -> Status {
       refused = true;
       WIREUP_TRY(id_->reject_ece({}));
-      return Error::make(ErrorCode::rejected, "rdma_reject_ece", d->why);
-    }
+      return Error::make(ErrorCode::rejected, "rdma_reject_ece", d.why);
+    };
+    auto d = ece::before_rtr_active(profile_.ece, ans_.offered, *qp_, *id_, ans_.ece);
+    if (!d) return d.error();
+    if (d->reject) return refuse(*d);
     WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp, &ans_.given));
+    auto taken = ece::confirm(profile_.ece, *std::move(d), *qp_, *id_, ans_.ece, false);
+    if (!taken) return taken.error();
+    if (taken->reject) return refuse(*taken);
     WIREUP_TRY(qp::to_rts(*qp_, *id_, profile_.qp, &ans_.given));
     t_.rts = now();
     return id_->establish();

@@ -1,44 +1,33 @@
 #include "ece/flow.h"
 
-#include <cstdio>
-
 #include "common/log.h"
 
 namespace wireup::ece {
 namespace {
 
-void note_unsupported(const Policy& p, const prov::Qp& qp) {
+void note_unsupported(const Policy& p, const prov::Qp& qp, const char* call) {
   // `auto` is quiet by design; `on` asked for ECE, so say that it is not there.
   if (p.mode == Mode::on)
-    WIREUP_LOG(warn, "ECE mode 'on' but device %s has no ECE (ibv_query_ece: EOPNOTSUPP); going on without",
-               qp.device().info().name.c_str());
+    WIREUP_LOG(warn, "ECE mode 'on' but device %s has no ECE (%s: EOPNOTSUPP); going on without",
+               qp.device().info().name.c_str(), call);
 }
 
-// The policy decided what to ask for; the provider decides what it takes (ibv_set_ece is
-// IN/OUT). Its answer is what is in force, what the REP carries (passive side) and what the
-// required bits are checked against.
-Result<Decision> finish(const Policy& p, Decision d, prov::Qp& qp, prov::CmId& id, Report& report, bool set_on_id) {
-  report.accepted = d.reject ? 0 : d.accepted;
+Decision recorded(Decision d, Report& report) {
+  report.accepted = 0;  // nothing is in force before the firmware answered (confirm)
   report.outcome = d.outcome;
-  if (d.reject || d.outcome != Outcome::negotiated) return d;
-  prov::Ece asked{report.local.vendor_id, d.accepted};
-  if (report.remote.vendor_id != 0) asked.vendor_id = report.remote.vendor_id;
-  auto taken = qp.set_ece(asked);
-  if (!taken) return taken.error();
-  const prov::Ece in_force{asked.vendor_id, taken->options};
-  d.accepted = report.accepted = in_force.options;
-  if ((p.required & ~in_force.options) != 0) {
-    d.reject = true;
-    d.outcome = report.outcome = Outcome::rejected;
-    report.accepted = 0;
-    char why[128];
-    std::snprintf(why, sizeof why, "the device took options 0x%x of 0x%x asked for: required 0x%x missing",
-                  in_force.options, asked.options, p.required);
-    d.why = why;
-    return d;
-  }
-  if (set_on_id) WIREUP_TRY(id.set_local_ece(in_force));
   return d;
+}
+
+// ibv_set_ece before RTR. EOPNOTSUPP (an mlx5 without the ECE capability) turns the decision
+// into `unsupported`, which `unsupported_here` re-decides under the policy.
+template <class Unsupported>
+Result<Decision> set_before_rtr(const Policy& p, Decision d, const prov::Ece& ask, prov::Qp& qp, Report& report,
+                                const Unsupported& unsupported_here) {
+  Status s = qp.set_ece(ask);
+  if (s) return recorded(std::move(d), report);
+  if (s.code() != ErrorCode::not_supported) return s.error();
+  note_unsupported(p, qp, "ibv_set_ece");
+  return recorded(unsupported_here(), report);
 }
 
 }  // namespace
@@ -59,18 +48,20 @@ Result<std::optional<prov::Ece>> prepare_active(const Policy& p, prov::Qp& qp, p
   auto o = offer(p, *dev);
   if (!o) {
     report.outcome = Outcome::unsupported;
+    // Before any REQ there is nobody to send reason 35 to: a local error, final.
     if (p.mode == Mode::required)
       return Error::make(ErrorCode::not_supported, "ibv_query_ece",
-                         "ECE mode 'required' but device " + qp.device().info().name + " has no ECE")
+                         "ECE mode 'required' but device " + qp.device().info().name +
+                             (*dev ? " offers no ECE option" : " has no ECE"))
           .with_qpn(qp.qpn());
-    note_unsupported(p, qp);
+    note_unsupported(p, qp, "ibv_query_ece");
     return o;
   }
   WIREUP_TRY(id.set_local_ece(*o));
   return o;
 }
 
-Result<Decision> answer_request(const Policy& p, prov::Qp& qp, prov::CmId& id, Report& report) {
+Result<Decision> before_rtr_passive(const Policy& p, prov::Qp& qp, prov::CmId& id, Report& report) {
   report = Report{};
   if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, {}};
   auto remote = id.get_remote_ece();
@@ -79,17 +70,44 @@ Result<Decision> answer_request(const Policy& p, prov::Qp& qp, prov::CmId& id, R
   auto dev = query_device(qp);
   if (!dev) return dev.error();
   if (*dev) report.local = **dev;
-  else note_unsupported(p, qp);
-  return finish(p, on_request(p, *dev, *remote), qp, id, report, true);
+  else note_unsupported(p, qp, "ibv_query_ece");
+  Decision d = on_request(p, *dev, *remote);
+  if (d.reject || d.outcome != Outcome::negotiated) return recorded(std::move(d), report);
+  const prov::Ece ask{p.vendor_id != 0 ? p.vendor_id : (*dev)->vendor_id, d.accepted};
+  return set_before_rtr(p, std::move(d), ask, qp, report,
+                        [&] { return on_request(p, std::nullopt, *remote); });
 }
 
-Result<Decision> apply_reply(const Policy& p, const std::optional<prov::Ece>& offered, prov::Qp& qp,
-                             prov::CmId& id, Report& report) {
+Result<Decision> before_rtr_active(const Policy& p, const std::optional<prov::Ece>& offered, prov::Qp& qp,
+                                   prov::CmId& id, Report& report) {
   if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, {}};
   auto remote = id.get_remote_ece();
   if (!remote) return remote.error();
   report.remote = *remote;
-  return finish(p, on_reply(p, offered, *remote), qp, id, report, false);
+  Decision d = on_reply(p, offered, *remote);
+  if (d.reject || d.outcome != Outcome::negotiated) return recorded(std::move(d), report);
+  const prov::Ece ask{offered->vendor_id, d.accepted};
+  return set_before_rtr(p, std::move(d), ask, qp, report,
+                        [&] { return on_reply(p, std::nullopt, *remote); });
+}
+
+Result<Decision> confirm(const Policy& p, Decision before, prov::Qp& qp, prov::CmId& id, Report& report,
+                         bool set_on_id) {
+  // Nothing was set: nothing for the firmware to have taken.
+  if (before.reject || before.outcome != Outcome::negotiated) return before;
+  auto now = qp.query_ece();
+  if (!now && now.code() != ErrorCode::not_supported) return now.error();
+  const uint32_t taken = now ? now->options : 0;
+  Decision d = on_taken(p, before.accepted, taken);
+  report.outcome = d.outcome;
+  report.accepted = d.reject ? 0 : d.accepted;
+  if (d.reject) return d;
+  if (!set_on_id && taken != before.accepted)
+    // The passive side's firmware took the REP's options, ours fewer: the two ends differ.
+    WIREUP_LOG(warn, "ECE: device %s took options 0x%x of the 0x%x the peer accepted (QPN %u)",
+               qp.device().info().name.c_str(), taken, before.accepted, qp.qpn());
+  if (set_on_id && taken != 0) WIREUP_TRY(id.set_local_ece(prov::Ece{now->vendor_id, taken}));
+  return d;
 }
 
 }  // namespace wireup::ece

@@ -66,6 +66,8 @@ const char* to_string(Outcome o) {
 std::optional<prov::Ece> offer(const Policy& p, const std::optional<prov::Ece>& device) {
   if (p.mode == Mode::off || !device || device->vendor_id == 0) return std::nullopt;
   uint32_t options = p.wanted == 0 ? device->options : (device->options & p.wanted);
+  // An mlx5 without the ECE capability answers query with options 0: nothing to offer.
+  if (options == 0) return std::nullopt;
   uint32_t vendor = p.vendor_id != 0 ? p.vendor_id : device->vendor_id;
   return prov::Ece{vendor, options};
 }
@@ -78,9 +80,11 @@ Decision on_request(const Policy& p, const std::optional<prov::Ece>& device, con
   if (peer.vendor_id != our_vendor)
     return missing_required(p, 0, Outcome::vendor_mismatch,
                             [&] { return "peer vendor " + hex(peer.vendor_id) + " != ours " + hex(our_vendor); });
-  uint32_t ours = p.wanted == 0 ? device->options : (device->options & p.wanted);
-  uint32_t accepted = peer.options & ours;
-  return missing_required(p, accepted, Outcome::negotiated, [&] { return "accepted " + hex(accepted); });
+  // The device's options are not applied here: the firmware takes what it can at RTR, and
+  // what it took is checked then (on_taken).
+  uint32_t asked = p.wanted == 0 ? peer.options : (peer.options & p.wanted);
+  if (asked == 0) return missing_required(p, 0, Outcome::unsupported, says("no option to ask for"));
+  return missing_required(p, asked, Outcome::negotiated, [&] { return "asked for " + hex(asked); });
 }
 
 Decision on_reply(const Policy& p, const std::optional<prov::Ece>& offered, const prov::Ece& reply) {
@@ -96,6 +100,13 @@ Decision on_reply(const Policy& p, const std::optional<prov::Ece>& offered, cons
   // when it set none: "no ECE there" and "nothing accepted" look the same from here.
   if (accepted == 0) return missing_required(p, 0, Outcome::unsupported, says("peer accepted no ECE option"));
   return missing_required(p, accepted, Outcome::negotiated, [&] { return "accepted " + hex(accepted); });
+}
+
+Decision on_taken(const Policy& p, uint32_t asked, uint32_t taken) {
+  if (p.mode == Mode::off) return Decision{false, 0, Outcome::disabled, {}};
+  auto why = [&] { return "the device took options " + hex(taken) + " of " + hex(asked) + " asked for"; };
+  if (taken == 0) return missing_required(p, 0, Outcome::unsupported, why);
+  return missing_required(p, taken, Outcome::negotiated, why);
 }
 
 }  // namespace wireup::ece

@@ -1,13 +1,19 @@
 // ECE (Enhanced Connection Establishment) policy and negotiation, as pure functions.
 //
-// The flow for application-owned QPs (both sides):
+// The flow for application-owned QPs, as mlx5 answers the ECE verbs (rdma-core
+// providers/mlx5/verbs.c: ibv_set_ece only stores options, the firmware decides at the next
+// modify, ibv_query_ece after it says what was taken) and as librdmacm drives them for the
+// QPs it owns (librdmacm/cma.c: init_ece, ucma_process_conn_resp_ece):
 //   active:  ibv_query_ece(qp) -> offer = device options & wanted -> rdma_set_local_ece ->
-//            REQ ... REP -> rdma_get_remote_ece = what the passive side accepted ->
-//            required bits present? ibv_set_ece(qp, accepted) : reject with reason 35
-//   passive: rdma_get_remote_ece (the offer) + ibv_query_ece(qp) -> accepted = offer & ours
-//            (vendor must match) -> required bits present? ibv_set_ece + rdma_set_local_ece +
-//            accept : rdma_reject_ece (reason 35)
-// Devices without ECE (rxe) answer EOPNOTSUPP to query/set: `auto` then carries on without.
+//            REQ ... REP -> rdma_get_remote_ece = what the passive side's firmware took ->
+//            ibv_set_ece(that) -> INIT->RTR -> ibv_query_ece = what ours took ->
+//            required bits present? RTS + establish : reject with reason 35
+//   passive: rdma_get_remote_ece (the offer) & wanted (vendor must match) -> ibv_set_ece ->
+//            INIT->RTR -> ibv_query_ece = what the firmware took -> required bits present?
+//            rdma_set_local_ece(taken) + accept : rdma_reject_ece (reason 35)
+// Nothing is set when there are no options to ask for. EOPNOTSUPP from query or set means
+// "no ECE here" (rxe has no ECE verbs; an mlx5 without the capability refuses set): `auto`
+// carries on without, `on` warns, `required` refuses.
 #pragma once
 
 #include <cstdint>
@@ -61,11 +67,17 @@ struct Decision {
   std::string why;         // a reject's reason, for logs and per-peer errors (empty otherwise)
 };
 
-// Passive side, on CONNECT_REQUEST: the peer's offer (vendor 0 = none) against our device.
+// Passive side, on CONNECT_REQUEST: the peer's offer (vendor 0 = none) against our device
+// (its vendor; nullopt = no ECE) and policy. `accepted` is what to ask the firmware for: the
+// offer masked by `wanted`, not by the device's options, since the firmware decides at RTR.
 Decision on_request(const Policy& p, const std::optional<prov::Ece>& device, const prov::Ece& offer);
 
 // Active side, on CONNECT_RESPONSE: what the passive side accepted (vendor 0 = none) against
 // what we offered (nullopt = nothing).
 Decision on_reply(const Policy& p, const std::optional<prov::Ece>& offered, const prov::Ece& reply);
+
+// Either side, after INIT->RTR: the firmware took `taken` of the `asked` options set before
+// it (ibv_query_ece). `accepted` = taken; the required bits are checked against it.
+Decision on_taken(const Policy& p, uint32_t asked, uint32_t taken);
 
 }  // namespace wireup::ece

@@ -204,10 +204,14 @@ class Qp {
   virtual QpState state() const = 0;  // as last set through this object
   virtual Status modify(const QpAttr& attr, uint32_t mask) = 0;
   virtual Result<QpAttr> query(uint32_t mask) = 0;
+  // ibv_query_ece: on mlx5 {0x15b3, what the firmware last answered}: what it took at the last
+  // modify that followed a set_ece (its answer at create before any). EOPNOTSUPP: no ECE verbs.
   virtual Result<Ece> query_ece() = 0;
-  // ibv_set_ece: the argument is IN/OUT, and the provider's answer (the options it accepted,
-  // which may be fewer than asked for) is what counts: it is returned.
-  virtual Result<Ece> set_ece(const Ece& ece) = 0;
+  // ibv_set_ece: stores the options for the next modify and writes nothing back (mlx5 also
+  // clears the last answer); the firmware decides at that modify, and query_ece after it says
+  // what was taken (rdma-core providers/mlx5/verbs.c, mlx5_set_ece / mlx5_modify_qp).
+  // EOPNOTSUPP: the device has no ECE; EINVAL: another vendor.
+  virtual Status set_ece(const Ece& ece) = 0;
   // ibv_post_send of one work request. Errors of the post itself (a QP not ready to send, a
   // full send queue, bad arguments) are returned; what happens on the wire comes as a
   // completion.

@@ -62,32 +62,90 @@ TEST(Conformance, SetLocalEceWithVendorZeroIsEinval) {
   EXPECT_EQ(s.code(), ErrorCode::invalid_argument);
 }
 
-// Devices either support ECE on their QPs or answer EOPNOTSUPP (rxe does); nothing else.
-TEST(Conformance, QpEceAnswersOrIsUnsupported) {
+// The ECE verbs as the devices answer them. rxe has no ECE verbs: EOPNOTSUPP to both
+// (libibverbs dummy_ops.c). mlx5 (rdma-core providers/mlx5/verbs.c) always answers query with
+// its vendor and the firmware's last answer; set only stores the options (EOPNOTSUPP without
+// the ECE capability) and clears that answer: nothing is written back before a modify.
+TEST(Conformance, QpEceAsTheDeviceAnswers) {
   WIREUP_REQUIRE_FABRIC(f);
   auto devs = f.provider(1).devices();
   ASSERT_TRUE(devs) << devs.error().message();
   ASSERT_FALSE(devs->empty());
   for (prov::Device* d : *devs) {
+    SCOPED_TRACE(d->info().name);
     auto qp = AppQp::create(*d);
     ASSERT_TRUE(qp) << qp.error().message();
     auto q = qp->qp->query_ece();
-    auto s = qp->qp->set_ece({kMellanox, 0x1});
-    if (q) {
-      RecordProperty(d->info().name + "_ece", "supported");
-      EXPECT_TRUE(s) << s.error().message();
-    } else {
+    if (!q) {
       RecordProperty(d->info().name + "_ece", "EOPNOTSUPP");
       EXPECT_EQ(q.error().err, EOPNOTSUPP) << q.error().message();
       EXPECT_EQ(q.code(), ErrorCode::not_supported);
+      EXPECT_EQ(q.error().qpn, qp->qp->qpn()) << "errors carry the QPN";
+      Status s = qp->qp->set_ece({kMellanox, 0x1});
       ASSERT_FALSE(s);
       EXPECT_EQ(s.error().err, EOPNOTSUPP) << s.error().message();
-      EXPECT_EQ(q.error().qpn, qp->qp->qpn()) << "errors carry the QPN";
+      continue;
     }
-    if (d->info().name.rfind("rxe", 0) == 0) {
-      EXPECT_FALSE(q) << "rxe is known not to implement ECE";
+    EXPECT_NE(q->vendor_id, 0u) << "a device that answers query names its vendor";
+    Status other = qp->qp->set_ece({q->vendor_id ^ 0x1, 0x1});
+    ASSERT_FALSE(other) << "another vendor's options";
+    EXPECT_EQ(other.error().err, EINVAL) << other.error().message();
+    Status s = qp->qp->set_ece({q->vendor_id, 0x1});
+    if (!s) {
+      RecordProperty(d->info().name + "_ece", "query only (set: EOPNOTSUPP)");
+      EXPECT_EQ(s.error().err, EOPNOTSUPP) << s.error().message();
+      EXPECT_EQ(q->options, 0u) << "a device without ECE has no firmware answer";
+      continue;
     }
+    RecordProperty(d->info().name + "_ece", "supported");
+    auto after = qp->qp->query_ece();
+    ASSERT_TRUE(after) << after.error().message();
+    EXPECT_EQ(*after, (prov::Ece{q->vendor_id, 0})) << "set stores; the firmware has not answered yet";
+    if (d->info().name.rfind("rxe", 0) == 0) ADD_FAILURE() << "rxe is known not to implement ECE";
   }
+}
+
+// The passive side's ECE flow on the device the CM chose: the offer set before INIT->RTR,
+// what the firmware took read after it, and carried back in the REP. On a device without ECE
+// (rxe in the VM) set and query say EOPNOTSUPP and the connection goes on without options.
+TEST(Conformance, EcePassiveFlowTheRepCarriesWhatWasTaken) {
+  WIREUP_REQUIRE_FABRIC(f);
+  auto l = Listener::create(f);
+  ASSERT_TRUE(l) << l.error().message();
+  auto r = Requested::send(f, l->addr, prov::Ece{kMellanox, 0x1});
+  ASSERT_TRUE(r) << r.error().message();
+  auto in = Incoming::take(f, *l);
+  ASSERT_TRUE(in) << in.error().message();
+  auto remote = in->id->get_remote_ece();
+  ASSERT_TRUE(remote) << remote.error().message();
+  ASSERT_EQ(*remote, (prov::Ece{kMellanox, 0x1}));
+  prov::Device& dev = *in->id->device();
+  auto qp = AppQp::create(dev);
+  ASSERT_TRUE(qp) << qp.error().message();
+  in->qp = std::move(qp).value();
+  ASSERT_TRUE(in->qp.to_state(*in->id, prov::QpState::init));
+  Status set = in->qp.qp->set_ece(*remote);
+  ASSERT_TRUE(in->qp.to_state(*in->id, prov::QpState::rtr));
+  auto taken = in->qp.qp->query_ece();
+  uint32_t in_force = 0;
+  if (set) {
+    ASSERT_TRUE(taken) << taken.error().message();
+    EXPECT_EQ(taken->options & ~remote->options, 0u) << "the firmware takes no more than it was asked for";
+    in_force = taken->options;
+    RecordProperty(dev.info().name + "_taken", std::to_string(in_force));
+    if (in_force != 0) {
+      ASSERT_TRUE(in->id->set_local_ece({kMellanox, in_force}));
+    }
+  } else {
+    EXPECT_EQ(set.error().err, EOPNOTSUPP) << set.error().message();
+    RecordProperty(dev.info().name + "_taken", "EOPNOTSUPP");
+  }
+  ASSERT_TRUE(in->qp.to_state(*in->id, prov::QpState::rts));
+  ASSERT_TRUE(in->accept());
+  auto resp = expect_event(f.provider(1), *r->active.ch, CmEventType::connect_response);
+  auto back = r->active.id->get_remote_ece();
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(*back, (prov::Ece{kMellanox, in_force})) << "the REP carries what the passive firmware took";
 }
 
 TEST(Conformance, RejectEceGivesStatus35) {

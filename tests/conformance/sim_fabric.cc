@@ -1,6 +1,7 @@
 // The conformance fabric on the simulated provider: two virtual nodes of one SimFabric, each
-// with a ConnectX-like device with ECE (device 0, the one the addresses name) and a soft-RoCE
-// device without it (device 1), so both answers of the ECE verbs are exercised.
+// with a ConnectX-like device with ECE (device 0, the one the addresses name), a soft-RoCE
+// device without ECE verbs (device 1) and a ConnectX-like device without the ECE capability
+// (device 2), so every answer of the ECE verbs is exercised.
 #include "provider/sim/fabric.h"
 #include "tests/conformance/harness.h"
 
@@ -14,7 +15,7 @@ class SimTestFabric final : public TestFabric {
  public:
   SimTestFabric() : fab_(prov::sim::SimConfig{.seed = 0x5eed}) {
     prov::sim::SimNodeSpec spec;
-    spec.devices = {SimDeviceSpec::mlx5(), SimDeviceSpec::rxe()};
+    spec.devices = {SimDeviceSpec::mlx5(), SimDeviceSpec::rxe(), SimDeviceSpec::mlx5_no_ece()};
     fab_.add_node(spec);  // node 0: passive
     fab_.add_node(spec);  // node 1: active
   }

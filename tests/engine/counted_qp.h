@@ -19,7 +19,7 @@ class CountedQp final : public prov::Qp {
   Status modify(const prov::QpAttr& a, uint32_t mask) override { return q_->modify(a, mask); }
   Result<prov::QpAttr> query(uint32_t mask) override { return q_->query(mask); }
   Result<prov::Ece> query_ece() override { return q_->query_ece(); }
-  Result<prov::Ece> set_ece(const prov::Ece& e) override { return q_->set_ece(e); }
+  Status set_ece(const prov::Ece& e) override { return q_->set_ece(e); }
   Status post(const prov::SendWr& wr) override { return q_->post(wr); }
   Status post_recv(uint64_t id, const prov::Sge& s) override { return q_->post_recv(id, s); }
   bool has_srq() const override { return q_->has_srq(); }

@@ -18,16 +18,45 @@ TEST(EcePolicy, OfferFollowsModeAndDevice) {
   EXPECT_FALSE(offer(pol(Mode::auto_), kNoEce));
   EXPECT_EQ(offer(pol(Mode::auto_), prov::Ece{kV, 7}), (prov::Ece{kV, 7}));
   EXPECT_EQ(offer(pol(Mode::on, 0x5), prov::Ece{kV, 7}), (prov::Ece{kV, 5}));
+  EXPECT_FALSE(offer(pol(Mode::auto_), prov::Ece{kV, 0})) << "an mlx5 without ECE: nothing to offer";
+  EXPECT_FALSE(offer(pol(Mode::auto_, 0x8), prov::Ece{kV, 7})) << "masked to nothing";
   Policy p = pol(Mode::on);
   p.vendor_id = kOther;
   EXPECT_EQ(offer(p, prov::Ece{kV, 3}), (prov::Ece{kOther, 3}));
 }
 
-TEST(EcePolicy, PassiveIntersectsSameVendor) {
+// The passive side asks its firmware for the offer (masked by the policy), whatever query
+// said before: mlx5's firmware decides at RTR, and what it took is checked then (on_taken).
+TEST(EcePolicy, PassiveAsksForTheOfferMaskedByThePolicy) {
   auto d = on_request(pol(Mode::auto_), prov::Ece{kV, 0x6}, prov::Ece{kV, 0x3});
   EXPECT_FALSE(d.reject);
   EXPECT_EQ(d.outcome, Outcome::negotiated);
-  EXPECT_EQ(d.accepted, 0x2u);
+  EXPECT_EQ(d.accepted, 0x3u);
+  // An mlx5 without ECE answers query {0x15b3, 0}: still asked (set says EOPNOTSUPP).
+  EXPECT_EQ(on_request(pol(Mode::auto_), prov::Ece{kV, 0}, prov::Ece{kV, 0x3}).accepted, 0x3u);
+  // Nothing to ask for: nothing to set.
+  auto none = on_request(pol(Mode::auto_, 0x4), prov::Ece{kV, 0x7}, prov::Ece{kV, 0x3});
+  EXPECT_FALSE(none.reject);
+  EXPECT_EQ(none.outcome, Outcome::unsupported);
+  EXPECT_EQ(none.accepted, 0u);
+  EXPECT_TRUE(on_request(pol(Mode::required), prov::Ece{kV, 0x7}, prov::Ece{kV, 0}).reject);
+}
+
+TEST(EcePolicy, WhatTheFirmwareTookIsWhatCounts) {
+  auto d = on_taken(pol(Mode::auto_), 0x7, 0x5);
+  EXPECT_FALSE(d.reject);
+  EXPECT_EQ(d.outcome, Outcome::negotiated);
+  EXPECT_EQ(d.accepted, 0x5u);
+  auto miss = on_taken(pol(Mode::on, 0, 0x2), 0x7, 0x5);
+  EXPECT_TRUE(miss.reject);
+  EXPECT_EQ(miss.outcome, Outcome::rejected);
+  EXPECT_NE(miss.why.find("took options 0x5 of 0x7"), std::string::npos) << miss.why;
+  auto nothing = on_taken(pol(Mode::auto_), 0x7, 0);
+  EXPECT_FALSE(nothing.reject);
+  EXPECT_EQ(nothing.outcome, Outcome::unsupported);
+  EXPECT_TRUE(on_taken(pol(Mode::required), 0x7, 0).reject);
+  EXPECT_FALSE(on_taken(pol(Mode::required), 0x7, 0x1).reject);
+  EXPECT_EQ(on_taken(pol(Mode::off), 0x7, 0x7).outcome, Outcome::disabled);
 }
 
 TEST(EcePolicy, PassiveMasksByWanted) {

@@ -141,35 +141,57 @@ TEST(SimQp, EceOnADeviceWithoutItIsEopnotsupp) {
   EXPECT_EQ(s.error().qpn, qp->qpn());
 }
 
-TEST(SimQp, EceOnADeviceWithIt) {
+// As rdma-core providers/mlx5/verbs.c answers: query always works ({0x15b3, the firmware's last
+// answer}, its answer at create before any set), set stores the options without writing
+// anything back and clears that answer, and the next modify gives the firmware's decision.
+TEST(SimQp, EceOnAnMlx5WithIt) {
   SimDeviceSpec spec = SimDeviceSpec::mlx5();
   spec.ece_options = 0x7;
-  spec.ece_required = 0x4;
   Rig r(spec);
   auto qp = r.qp();
   auto q = qp->query_ece();
   ASSERT_TRUE(q) << q.error().message();
-  EXPECT_EQ(*q, (Ece{0x15b3, 0x7}));
-  EXPECT_EQ(qp->set_ece({0, 0x4}).error().err, EINVAL);
+  EXPECT_EQ(*q, (Ece{0x15b3, 0x7})) << "the firmware's answer at create";
+  ASSERT_TRUE(qp->modify(to(QpState::init), kInit));
+  EXPECT_EQ(*qp->query_ece(), (Ece{0x15b3, 0x7})) << "RST->INIT without a set changes nothing";
+  EXPECT_EQ(qp->set_ece({0, 0x4}).error().err, EOPNOTSUPP) << "libibverbs: vendor 0";
   EXPECT_EQ(qp->set_ece({0x8086, 0x4}).error().err, EINVAL) << "another vendor";
-  EXPECT_EQ(qp->set_ece({0x15b3, 0x8 | 0x4}).error().err, EINVAL) << "an unsupported option";
-  EXPECT_EQ(qp->set_ece({0x15b3, 0x1}).error().err, EINVAL) << "a required option cleared";
-  auto taken = qp->set_ece({0x15b3, 0x5});
-  ASSERT_TRUE(taken);
-  EXPECT_EQ(*taken, (Ece{0x15b3, 0x5})) << "IN/OUT: the answer is what was taken";
-  EXPECT_EQ(*qp->query_ece(), (Ece{0x15b3, 0x5}));
+  ASSERT_TRUE(qp->set_ece({0x15b3, 0xd}));  // bit 3 is not the device's: the firmware decides
+  EXPECT_EQ(*qp->query_ece(), (Ece{0x15b3, 0})) << "set clears the last answer, writes nothing back";
+  ASSERT_TRUE(qp->modify(to(QpState::rtr), kRtr));
+  EXPECT_EQ(*qp->query_ece(), (Ece{0x15b3, 0x5})) << "after the modify: what the firmware took";
+  ASSERT_TRUE(qp->modify(to(QpState::rts), kRts));
+  EXPECT_EQ(*qp->query_ece(), (Ece{0x15b3, 0x5})) << "a modify without a set keeps the answer";
 }
 
-TEST(SimQp, EceProviderTakesFewerOptionsAndSaysSo) {
+TEST(SimQp, EceFirmwareTakesFewerOptionsWithoutAnError) {
   SimDeviceSpec spec = SimDeviceSpec::mlx5();
   spec.ece_options = 0x7;
-  spec.ece_keeps = 0x1;  // takes only bit 0 of what it is asked for
+  spec.ece_fw_takes = 0x1;  // takes only bit 0 of what it is asked for
   Rig r(spec);
   auto qp = r.qp();
-  auto taken = qp->set_ece({0x15b3, 0x7});
-  ASSERT_TRUE(taken) << taken.error().message();
-  EXPECT_EQ(*taken, (Ece{0x15b3, 0x1}));
+  ASSERT_TRUE(qp->modify(to(QpState::init), kInit));
+  ASSERT_TRUE(qp->set_ece({0x15b3, 0x7}));
+  EXPECT_EQ(*qp->query_ece(), (Ece{0x15b3, 0}));
+  ASSERT_TRUE(qp->modify(to(QpState::rtr), kRtr));
   EXPECT_EQ(*qp->query_ece(), (Ece{0x15b3, 0x1}));
+}
+
+TEST(SimQp, EceOnAnMlx5WithoutIt) {
+  Rig r(SimDeviceSpec::mlx5_no_ece());
+  auto qp = r.qp();
+  auto q = qp->query_ece();
+  ASSERT_TRUE(q) << "mlx5_query_ece always answers";
+  EXPECT_EQ(*q, (Ece{0x15b3, 0}));
+  auto s = qp->set_ece({0x15b3, 0x1});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().err, EOPNOTSUPP);
+  EXPECT_EQ(s.code(), ErrorCode::not_supported);
+  EXPECT_EQ(s.error().qpn, qp->qpn());
+  EXPECT_EQ(qp->set_ece({0x8086, 0x1}).error().err, EINVAL) << "the vendor is checked first";
+  ASSERT_TRUE(qp->modify(to(QpState::init), kInit));
+  ASSERT_TRUE(qp->modify(to(QpState::rtr), kRtr));
+  EXPECT_EQ(*qp->query_ece(), (Ece{0x15b3, 0}));
 }
 
 TEST(SimQp, MaxQpIsEnforced) {

@@ -103,7 +103,7 @@ class RdmaQp : public Qp {
   Status modify(const QpAttr& attr, uint32_t mask) override;
   Result<QpAttr> query(uint32_t mask) override;
   Result<Ece> query_ece() override;
-  Result<Ece> set_ece(const Ece& ece) override;
+  Status set_ece(const Ece& ece) override;
   Status post(const SendWr& wr) override;
   Status post_recv(uint64_t wr_id, const Sge& sge) override;
   bool has_srq() const override { return qp_->srq != nullptr; }

@@ -190,14 +190,16 @@ Result<Ece> RdmaQp::query_ece() {
   return Ece{e.vendor_id, e.options};
 }
 
-Result<Ece> RdmaQp::set_ece(const Ece& ece) {
+Status RdmaQp::set_ece(const Ece& ece) {
   ibv_ece e;
   std::memset(&e, 0, sizeof e);
   e.vendor_id = ece.vendor_id;
   e.options = ece.options;
   if (int rc = ibv_set_ece(qp_, &e); rc != 0)
     return Error::from_errno("ibv_set_ece", rc, "device " + dev_.info().name).with_qpn(qpn());
-  return Ece{e.vendor_id, e.options};  // IN/OUT: what the provider accepted
+  // Nothing comes back: mlx5 only stores the options for the next modify (providers/mlx5/
+  // verbs.c, mlx5_set_ece); ibv_query_ece after that modify says what the firmware took.
+  return Status::ok();
 }
 
 Status RdmaQp::post(const SendWr& w) {

@@ -47,6 +47,9 @@ TransitionMasks rc_transition(QpState from, QpState to) {
 
 SimQp::SimQp(SimDevice& dev, SimPd& pd, const QpInitAttr& attr, uint32_t qpn)
     : dev_(dev), pd_(pd), srq_(static_cast<SimSrq*>(attr.srq)), qpn_(qpn), init_(attr) {
+  // mlx5's create_qp keeps the firmware's ECE answer to the create command (verbs.c, get_ece
+  // from the response); the kernel reports it only on a device with the ECE capability.
+  if (dev_.spec().ece_supported) ece_get_ = dev_.spec().ece_options;
   self_ = dev_.core.qps.add(this);
   if (srq_ != nullptr) srq_->qps.push_back(self_);
   dev_.qp_by_num[qpn_] = self_;
@@ -132,6 +135,12 @@ Status SimQp::modify(const QpAttr& a, uint32_t mask) {
   if (mask & qp_mask::rnr_retry) attr_.rnr_retry = a.rnr_retry;
   if (mask & qp_mask::qkey) attr_.qkey = a.qkey;
   dev_.core.charge(dev_.node, dev_.core.latency.modify_qp);
+  // mlx5_modify_qp hands stored ECE options to the firmware with whatever modify comes next
+  // (INIT->RTR in the CM flow) and keeps its answer; without stored options nothing changes.
+  if (ece_set_ != 0) {
+    ece_get_ = ece_set_ & dev_.spec().ece_options & dev_.spec().ece_fw_takes;
+    ece_set_ = 0;
+  }
   if (to == QpState::err) {
     to_error();
   } else if (to == QpState::reset) {
@@ -148,27 +157,29 @@ Status SimQp::modify(const QpAttr& a, uint32_t mask) {
 
 Result<QpAttr> SimQp::query(uint32_t) { return attr_; }
 
+// ECE follows rdma-core providers/mlx5/verbs.c (mlx5_query_ece, mlx5_set_ece, mlx5_modify_qp);
+// a device without the ECE verbs (rxe) answers EOPNOTSUPP to both (libibverbs dummy_ops.c).
 Result<Ece> SimQp::query_ece() {
-  if (!dev_.spec().ece_supported)
+  if (!dev_.spec().ece_verbs)
     return Error::from_errno("ibv_query_ece", EOPNOTSUPP, "device " + dev_.info().name).with_qpn(qpn_);
-  if (ece_.vendor_id == 0) return Ece{dev_.spec().vendor_id, dev_.spec().ece_options};
-  return ece_;
+  // Always answers, with or without the ECE capability: the vendor and the last answer.
+  return Ece{dev_.spec().vendor_id, ece_get_};
 }
 
-Result<Ece> SimQp::set_ece(const Ece& e) {
+Status SimQp::set_ece(const Ece& e) {
   const char* call = "ibv_set_ece";
   const SimDeviceSpec& s = dev_.spec();
-  if (!s.ece_supported)
+  // libibverbs' ibv_set_ece answers EOPNOTSUPP for vendor 0 before the provider sees it.
+  if (!s.ece_verbs || e.vendor_id == 0)
     return Error::from_errno(call, EOPNOTSUPP, "device " + dev_.info().name).with_qpn(qpn_);
-  std::string why;
-  if (e.vendor_id == 0) why = "vendor_id 0";
-  else if (e.vendor_id != s.vendor_id) why = "vendor_id is not the device's";
-  else if ((e.options & ~s.ece_options) != 0) why = "options the device does not support";
-  else if ((e.options & s.ece_required) != s.ece_required) why = "options the device requires are cleared";
-  if (!why.empty()) return Error::from_errno(call, EINVAL, why).with_qpn(qpn_);
-  // IN/OUT: a provider may accept fewer options than asked for, and writes back what it took.
-  ece_ = Ece{e.vendor_id, e.options & s.ece_keeps};
-  return ece_;
+  if (e.vendor_id != s.vendor_id)
+    return Error::from_errno(call, EINVAL, "vendor_id is not the device's").with_qpn(qpn_);
+  if (!s.ece_supported)
+    return Error::from_errno(call, EOPNOTSUPP, "device " + dev_.info().name + " has no ECE").with_qpn(qpn_);
+  // Only stored: the firmware sees the options at the next modify. The last answer is cleared.
+  ece_set_ = e.options;
+  ece_get_ = 0;
+  return Status::ok();
 }
 
 }  // namespace wireup::prov::sim

@@ -29,12 +29,20 @@ struct SimDeviceSpec {
   std::string transport = "RoCE";
   uint32_t vendor_id = 0x15b3;      // PCI vendor id; 0x15b3 = Mellanox, the ECE vendor id too
   uint32_t vendor_part_id = 4123;   // ConnectX-6
-  bool ece_supported = true;        // false: ibv_query_ece / ibv_set_ece answer EOPNOTSUPP
-  uint32_t ece_options = 0x7;       // option bits the device accepts in ibv_set_ece
-  uint32_t ece_required = 0;        // bits every ibv_set_ece must keep set
-  // Of the options an ibv_set_ece asks for, those this provider takes (and writes back in
-  // the IN/OUT argument); the rest it clears without an error, as a provider may.
-  uint32_t ece_keeps = ~0u;
+  // ECE as rdma-core's providers/mlx5/verbs.c answers it (mlx5_query_ece, mlx5_set_ece, and
+  // mlx5_modify_qp passing the stored options to the firmware and keeping its answer):
+  // ibv_query_ece always answers {vendor_id, the firmware's last answer}; ibv_set_ece only
+  // stores the options (nothing written back) and clears that answer; the next modify hands
+  // them to the firmware, whose answer (what it took) query returns afterwards.
+  bool ece_verbs = true;         // false: no ECE verbs in the provider (rxe): both answer EOPNOTSUPP
+                                 // (libibverbs dummy_ops.c)
+  bool ece_supported = true;     // the device's ECE capability (MLX5_CTX_FLAGS_ECE_SUPPORTED);
+                                 // false: set answers EOPNOTSUPP, query {vendor_id, 0}
+  uint32_t ece_options = 0x7;    // the options the device supports: the firmware's answer at
+                                 // create (query before any set), the most it ever takes
+  // Of the options set before a modify, those the firmware takes (within ece_options); a
+  // firmware may take fewer than it was asked for without an error.
+  uint32_t ece_fw_takes = ~0u;
   uint32_t max_qp = 131072;
   uint8_t max_rd_atomic = 16;       // max_qp_rd_atom: bounds responder_resources / initiator_depth
   // A responder that gets more READ/atomic requests in flight than its QP's
@@ -47,8 +55,11 @@ struct SimDeviceSpec {
 
   // A ConnectX-like device with ECE (the default above).
   static SimDeviceSpec mlx5(std::string name = {});
-  // A soft-RoCE device as the VM has it: no ECE (EOPNOTSUPP), MTU 1024 on a 1500-byte netdev,
-  // vendor id 0xffffff (what rxe reports).
+  // The same device without the ECE capability (older firmware): ibv_query_ece answers
+  // {0x15b3, 0}, ibv_set_ece EOPNOTSUPP (providers/mlx5/verbs.c, mlx5_set_ece).
+  static SimDeviceSpec mlx5_no_ece(std::string name = {});
+  // A soft-RoCE device as the VM has it: no ECE verbs (EOPNOTSUPP to query and set), MTU 1024
+  // on a 1500-byte netdev, vendor id 0xffffff (what rxe reports).
   static SimDeviceSpec rxe(std::string name = {});
 };
 

@@ -17,11 +17,20 @@ SimDeviceSpec SimDeviceSpec::mlx5(std::string name) {
   return s;
 }
 
+SimDeviceSpec SimDeviceSpec::mlx5_no_ece(std::string name) {
+  SimDeviceSpec s;
+  s.name = std::move(name);
+  s.ece_supported = false;
+  s.ece_options = 0;
+  return s;
+}
+
 SimDeviceSpec SimDeviceSpec::rxe(std::string name) {
   SimDeviceSpec s;
   s.name = std::move(name);
   s.vendor_id = 0xFFFFFF;  // what rxe reports
   s.vendor_part_id = 0;
+  s.ece_verbs = false;  // providers/rxe has no set_ece/query_ece ops
   s.ece_supported = false;
   s.ece_options = 0;
   s.max_qp = 0x10000;

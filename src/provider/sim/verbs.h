@@ -148,7 +148,7 @@ class SimQp final : public Qp {
   Status modify(const QpAttr& attr, uint32_t mask) override;
   Result<QpAttr> query(uint32_t mask) override;
   Result<Ece> query_ece() override;
-  Result<Ece> set_ece(const Ece& ece) override;
+  Status set_ece(const Ece& ece) override;
   Status post(const SendWr& wr) override;
   Status post_recv(uint64_t wr_id, const Sge& sge) override;
   bool has_srq() const override { return srq_ != nullptr; }
@@ -203,7 +203,8 @@ class SimQp final : public Qp {
   uint32_t qpn_;
   QpInitAttr init_;
   QpAttr attr_;
-  Ece ece_;
+  uint32_t ece_set_ = 0;  // options stored by ibv_set_ece for the next modify (0: none)
+  uint32_t ece_get_ = 0;  // the firmware's last answer: what ibv_query_ece reports
   // Short FIFOs (bounded by max_recv_wr / max_send_wr): vectors, since an empty std::deque
   // allocates.
   std::vector<RecvWr> recvs_;
