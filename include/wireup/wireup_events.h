@@ -57,7 +57,8 @@ wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn, void* arg);
  * config_overrides "device.async_events=transport", or in the tuning file):
  *
  *  "library" (the default): the library reads them (the context's async fd is made
- *    non-blocking and wireup_fd() covers it), acks each at once, answers COMM_EST itself
+ *    non-blocking by the first wireup_create, and stays so; wireup_fd() covers it), acks
+ *    each at once, answers COMM_EST itself
  *    (rdma_notify on the connection's CM id: the passive side then counts as established as
  *    if the RTU had come) and hands every other one to wireup_on_device_event's callback.
  *    The transport must not read the async fd itself.
@@ -121,7 +122,8 @@ struct ibv_async_event;
  * its own), or at least the QP events and DEVICE_FATAL.
  *
  * Unlike every other call, it may be made from any thread (a transport's async thread): it
- * only queues. A failure is recorded for the calling thread (wireup_last_error(NULL)) only.
+ * only queues. Not once wireup_context_destroy(ctx) may have begun. A failure is recorded for
+ * the calling thread (wireup_last_error(NULL)) only.
  * Errors: WIREUP_ERR_INVALID_ARGUMENT (ctx or ev NULL, an event type wireup does not know,
  *         a QP event without its QP, a QP of another ibv_context);
  *         WIREUP_ERR_INVALID_STATE (device.async_events is "library": the library reads the
