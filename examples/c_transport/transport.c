@@ -74,13 +74,18 @@ static void on_event(void* arg, const wireup_event_t* ev) {
   t->lanes_lost += strcmp(ev->name, "RTU_LOST") == 0;
 }
 
-/* The device's async events the library did not answer itself (it answers COMM_EST): a
- * transport would tear down the connection a QP_FATAL names; this one says what came. */
+/* The device's async events the library did not answer itself (it answers COMM_EST; this
+ * transport leaves device.async_events at "library"): a transport would tear down the
+ * connection a QP_FATAL names, or refill the SRQ a SRQ_LIMIT_REACHED names (ev->handle);
+ * this one says what came. */
 static void on_device_event(void* arg, const wireup_device_event_t* ev) {
   (void)arg;
   if (ev->known)
     fprintf(stderr, "c_transport: %s on %s, qpn 0x%x (rank %u lane %u)\n", ev->name, ev->device, ev->qpn, ev->peer,
             ev->lane);
+  else if (ev->object == WIREUP_DEVICE_OBJECT_CQ || ev->object == WIREUP_DEVICE_OBJECT_SRQ ||
+           ev->object == WIREUP_DEVICE_OBJECT_WQ)
+    fprintf(stderr, "c_transport: %s on %s (object %p)\n", ev->name, ev->device, ev->handle);
   else
     fprintf(stderr, "c_transport: %s on %s (port %u, qpn 0x%x)\n", ev->name, ev->device, ev->port, ev->qpn);
 }

@@ -1,5 +1,6 @@
 /* wireup -- events after and beside wireup: what happens to established connections and to
- * the listener (wireup_on_event), and the device's own asynchronous events (wireup_on_device_event).
+ * the listener (wireup_on_event), and the device's own asynchronous events (who reads them,
+ * wireup_on_device_event, wireup_context_async_event).
  * Included by wireup.h; not meant to be included alone. */
 #ifndef WIREUP_EVENTS_H
 #define WIREUP_EVENTS_H
@@ -48,11 +49,39 @@ typedef void (*wireup_event_fn)(void* arg, const wireup_event_t* ev);
  * every QP, PD and CQ on it and the context are gone. */
 wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn, void* arg);
 
-/* An asynchronous event of the device (ibv_get_async_event on the context's device). The
- * library reads them (wireup_fd() covers the device's async fd), acks each at once, answers
- * COMM_EST itself (rdma_notify on the connection's CM id: the passive side then counts as
- * established as if the RTU had come) and hands every other one here. type is the
- * enum ibv_event_type value (IBV_EVENT_QP_FATAL = 1, IBV_EVENT_DEVICE_FATAL = 8, ...). */
+/* ---------------------------------------------------------------------------------------
+ * The device's asynchronous events (ibv_get_async_event on the context's ibv_context)
+ *
+ * Each event of an ibv_context goes to whoever calls ibv_get_async_event first, so exactly
+ * one party may read them; configuration key device.async_events says which (set it with
+ * config_overrides "device.async_events=transport", or in the tuning file):
+ *
+ *  "library" (the default): the library reads them (the context's async fd is made
+ *    non-blocking by the first wireup_create, and stays so; wireup_fd() covers it), acks
+ *    each at once, answers COMM_EST itself
+ *    (rdma_notify on the connection's CM id: the passive side then counts as established as
+ *    if the RTU had come) and hands every other one to wireup_on_device_event's callback.
+ *    The transport must not read the async fd itself.
+ *  "transport": the library never touches the async fd (no fcntl, no read, not in
+ *    wireup_fd()). The transport's own handler reads every event, passes each to
+ *    wireup_context_async_event() and acks it itself afterwards (ibv_ack_async_event): the
+ *    library keeps a copy and acks nothing. It needs at least the QP events of the QPs its
+ *    factory made (COMM_EST above all: without it a passive connection whose RTU is lost
+ *    waits for the CM's REP retries), and DEVICE_FATAL.
+ * ------------------------------------------------------------------------------------- */
+
+/* What an event concerns, by its type (the element of struct ibv_async_event it names). */
+typedef enum wireup_device_object {
+  WIREUP_DEVICE_OBJECT_QP = 1,     /* qpn says which */
+  WIREUP_DEVICE_OBJECT_CQ = 2,     /* handle is the struct ibv_cq* */
+  WIREUP_DEVICE_OBJECT_SRQ = 3,    /* handle is the struct ibv_srq* */
+  WIREUP_DEVICE_OBJECT_WQ = 4,     /* handle is the struct ibv_wq* */
+  WIREUP_DEVICE_OBJECT_PORT = 5,   /* port says which */
+  WIREUP_DEVICE_OBJECT_DEVICE = 6  /* the device itself (DEVICE_FATAL) */
+} wireup_device_object_t;
+
+/* An asynchronous event of the device, as wireup_on_device_event's callback gets it. type is
+ * the enum ibv_event_type value (IBV_EVENT_QP_FATAL = 1, IBV_EVENT_DEVICE_FATAL = 8, ...). */
 typedef struct wireup_device_event {
   int type;           /* enum ibv_event_type */
   const char* name;   /* "QP_FATAL", "PORT_ERR", "DEVICE_FATAL", ... */
@@ -62,14 +91,45 @@ typedef struct wireup_device_event {
   int known;          /* 1 if the QP is one of this handle's connections (peer, lane below) */
   uint32_t peer;
   uint32_t lane;
+  wireup_device_object_t object; /* which kind of object the event concerns */
+  void* handle;       /* CQ, SRQ and WQ events: the transport's struct ibv_cq* / ibv_srq* /
+                         ibv_wq* the event named (compare it, the library never dereferences
+                         it; the object may be gone by the time the callback runs if the
+                         transport destroyed it); NULL for the others */
 } wireup_device_event_t;
 
 typedef void (*wireup_device_event_fn)(void* arg, const wireup_device_event_t* ev);
 
 /* Registers the callback for the device's asynchronous events (called from wireup_progress;
- * not during wireup_destroy). fn NULL unregisters. A DEVICE_FATAL also ends wireup: every open
- * (peer, lane) is reported as an error (kind "device_removal"). */
+ * not during wireup_destroy): every event but a COMM_EST the library answered, also in
+ * "transport" mode for the events the transport handed over. fn NULL unregisters. A
+ * DEVICE_FATAL also ends wireup: every open (peer, lane) is reported as an error (kind
+ * "device_removal"). */
 wireup_status_t wireup_on_device_event(wireup_t* w, wireup_device_event_fn fn, void* arg);
+
+struct ibv_async_event;
+
+/*
+ * wireup_context_async_event -- "transport" mode: hand the library an event the transport
+ * read with ibv_get_async_event on wireup_context_ibv_context(ctx).
+ *
+ * The library copies what it needs (the type, the QP's number, the port, the CQ/SRQ/WQ
+ * pointer as an opaque handle) and returns: the transport acks the event afterwards, as
+ * always. The next wireup_progress() of a handle of the context (wireup_fd() turns readable)
+ * handles the copy for every handle, exactly as an event the library read itself: COMM_EST of a
+ * connection waiting for its RTU is answered with rdma_notify; every other event reaches
+ * wireup_on_device_event's callback. Hand over every event (the library ignores what is not
+ * its own), or at least the QP events and DEVICE_FATAL.
+ *
+ * Unlike every other call, it may be made from any thread (a transport's async thread): it
+ * only queues. Not once wireup_context_destroy(ctx) may have begun. A failure is recorded for
+ * the calling thread (wireup_last_error(NULL)) only.
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (ctx or ev NULL, an event type wireup does not know,
+ *         a QP event without its QP, a QP of another ibv_context);
+ *         WIREUP_ERR_INVALID_STATE (device.async_events is "library": the library reads the
+ *         events itself, and this one would be seen twice).
+ */
+wireup_status_t wireup_context_async_event(wireup_context_t* ctx, const struct ibv_async_event* ev);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,18 @@ wireup_event_type_t event_type(prov::CmEventType t) {
   }
 }
 
+wireup_device_object_t object_kind(prov::DeviceEventScope s) {
+  switch (s) {
+    case prov::DeviceEventScope::qp: return WIREUP_DEVICE_OBJECT_QP;
+    case prov::DeviceEventScope::cq: return WIREUP_DEVICE_OBJECT_CQ;
+    case prov::DeviceEventScope::srq: return WIREUP_DEVICE_OBJECT_SRQ;
+    case prov::DeviceEventScope::wq: return WIREUP_DEVICE_OBJECT_WQ;
+    case prov::DeviceEventScope::port: return WIREUP_DEVICE_OBJECT_PORT;
+    case prov::DeviceEventScope::device: break;
+  }
+  return WIREUP_DEVICE_OBJECT_DEVICE;
+}
+
 }  // namespace
 
 extern "C" {
@@ -62,8 +74,31 @@ wireup_status_t wireup_on_device_event(wireup_t* w, wireup_device_event_fn fn_pt
       ev.known = r.known ? 1 : 0;
       ev.peer = r.peer;
       ev.lane = r.lane;
+      ev.object = object_kind(prov::scope_of(r.event.type));
+      // The transport's own object, handed back as it named it: never written through here.
+      ev.handle = const_cast<void*>(r.event.object);
       fn_ptr(arg, &ev);
     });
+    return WIREUP_OK;
+  });
+}
+
+// Any thread (a transport's async thread): reads only what never changes after create (the
+// configuration, the adapter, the device's name), queues under the device's lock, and
+// records a failure for the calling thread alone.
+wireup_status_t wireup_context_async_event(wireup_context_t* ctx, const struct ibv_async_event* ev) {
+  const char* fn = "wireup_context_async_event";
+  return guarded(fn, nullptr, [&] {
+    if (ctx == nullptr) return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "the context is NULL");
+    if (ev == nullptr) return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "the event is NULL");
+    if (ctx->config.settings().device.async_events != config::AsyncEvents::transport)
+      return fail(nullptr, WIREUP_ERR_INVALID_STATE, fn,
+                  "device.async_events is \"library\": wireup reads the async events of " +
+                      ctx->device->info().name +
+                      " itself (this one would be seen twice); set it to \"transport\" to hand them over");
+    auto e = ctx->qps->event_of(*ev, *ctx->device);
+    if (!e) return fail(nullptr, fn, e.error());
+    ctx->device->post_async_event(std::move(e).value());
     return WIREUP_OK;
   });
 }

@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "provider/provider.h"
 
+struct ibv_async_event;
 struct ibv_context;
 struct ibv_qp;
 
@@ -33,6 +34,9 @@ class QpAdapter {
   // Checks that the factory's `qp` is usable for a connection on `dev` (an RC QP in RESET on
   // that device) and gives the engine's view of it; the error names what is wrong.
   virtual Result<QpView> view(ibv_qp* qp, prov::Device& dev) = 0;
+  // The seam's copy of an async event the transport read on `dev` (wireup_context_async_event):
+  // its QP's number, port, or CQ/SRQ/WQ handle; the error names what is wrong with it.
+  virtual Result<prov::DeviceEvent> event_of(const ibv_async_event& e, prov::Device& dev) const = 0;
 };
 
 // libibverbs' own objects: ibv_context of an RdmaDevice, an ibv_qp wrapped as ForeignQp.

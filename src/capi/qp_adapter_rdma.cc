@@ -11,6 +11,17 @@ class RdmaQpAdapter final : public QpAdapter {
 
   ibv_context* context_of(prov::Device& dev) const override { return static_cast<ibv_context*>(dev.native()); }
 
+  Result<prov::DeviceEvent> event_of(const ibv_async_event& e, prov::Device& dev) const override {
+    auto ev = prov::rdma::device_event_of(e, dev.info().name);
+    if (!ev) return ev.error();
+    if (prov::scope_of(ev->type) == prov::DeviceEventScope::qp && e.element.qp->context != context_of(dev))
+      return Error::make(ErrorCode::invalid_argument, "async event",
+                         std::string(prov::to_string(ev->type)) + " names a QP of another ibv_context than " +
+                             dev.info().name + "'s")
+          .with_qpn(ev->qpn);
+    return ev;
+  }
+
   Result<QpView> view(ibv_qp* qp, prov::Device& dev) override {
     if (qp->context != context_of(dev))
       return Error::make(ErrorCode::invalid_argument, "QP factory",

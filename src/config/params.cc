@@ -18,6 +18,8 @@ constexpr EnumChoice kIncast[] = {{"off", static_cast<int64_t>(IncastControl::of
                                   {"paced", static_cast<int64_t>(IncastControl::paced)}};
 constexpr EnumChoice kEngineMode[] = {{"bulk", static_cast<int64_t>(EngineMode::bulk)},
                                       {"on_demand", static_cast<int64_t>(EngineMode::on_demand)}};
+constexpr EnumChoice kAsyncEvents[] = {{"library", static_cast<int64_t>(AsyncEvents::library)},
+                                       {"transport", static_cast<int64_t>(AsyncEvents::transport)}};
 constexpr EnumChoice kLogLevel[] = {{"error", static_cast<int64_t>(log::Level::error)},
                                     {"warn", static_cast<int64_t>(log::Level::warn)},
                                     {"info", static_cast<int64_t>(log::Level::info)},
@@ -54,6 +56,15 @@ const Param kParams[] = {
      .help = "This process's rank among those on the node, used to spread processes over equally "
              "near devices; -1 = read it from the launcher (OMPI_COMM_WORLD_LOCAL_RANK, ...).",
      .min = -1, .max = 65535, .store = WIREUP_STORE(device, local_rank)},
+    {.section = "device", .key = "async_events", .type = T::enumeration, .default_toml = "\"library\"",
+     .help = "Who reads the device's async events (each goes to the first ibv_get_async_event "
+             "caller, so only one may). library: wireup reads and acks them on the context's "
+             "ibv_context (its fd made non-blocking, in wireup_fd()), answers COMM_EST and hands "
+             "the rest to wireup_on_device_event. transport: wireup never touches the async fd; "
+             "the transport's own handler reads and acks every event and passes each to "
+             "wireup_context_async_event. Choose transport when the transport has an async "
+             "handler (UCX, Open MPI): with library both would race for the events.",
+     .choices = kAsyncEvents, .store = WIREUP_STORE(device, async_events)},
     // [cm]
     {.section = "cm", .key = "port", .type = T::integer, .default_toml = "0",
      .help = "TCP-space port to listen on; 0 = ephemeral (the address is published out of band).",

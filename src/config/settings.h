@@ -17,11 +17,20 @@ namespace wireup::config {
 
 using std::chrono::milliseconds;
 
+// Who reads the chosen device's async events (ibv_get_async_event): exactly one party may,
+// since each event goes to the first reader. The transport owns them when it has its own
+// async handler (UCX, Open MPI) and then hands the library what it read.
+enum class AsyncEvents : uint8_t {
+  library,    // the library reads and acks them, answers COMM_EST, forwards the rest
+  transport,  // the library never touches the async fd; wireup_context_async_event feeds it
+};
+
 struct DeviceSettings {
   std::vector<std::string> include;  // if non-empty, only these devices are candidates
   std::vector<std::string> exclude;  // never use these devices
   int port = 1;                      // port number on the chosen device
   int local_rank = -1;               // -1: taken from the launcher's environment elsewhere
+  AsyncEvents async_events = AsyncEvents::library;
   bool operator==(const DeviceSettings&) const = default;
 };
 

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -284,32 +285,68 @@ class DeviceEventSink {
   ~DeviceEventSink() = default;
 };
 
+// Who reads a device's async events (config device.async_events). The events of one
+// ibv_context go to whoever calls ibv_get_async_event first, so exactly one party may read
+// them: a transport with its own async handler (UCX's, Open MPI's) must own them and hand
+// the library those it was given (Device::post_async_event).
+enum class AsyncOwner : uint8_t {
+  library,    // the library reads and acks them (the fd made non-blocking) and forwards the rest
+  transport,  // the library never touches the native fd; it reads only what the transport posts
+};
+const char* to_string(AsyncOwner o);
+
 // An open RDMA device (ibv_context); owned by the provider, alive as long as it is.
+//
+// Its async events reach the library from one of two sources, by its owner (claim_async):
+// library, the native events (ibv_get_async_event); transport, an inbox the transport fills
+// with the events it read itself (post_async_event). async_fd() / get_async_event() /
+// async_pending() / async_worth_reading() read whichever source is in force; before any
+// claim, neither (fd -1, nothing pending): nothing reads a device nobody claimed.
 class Device {
  public:
-  virtual ~Device() = default;
+  Device();
+  virtual ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
   virtual const DeviceInfo& info() const = 0;
   virtual Result<std::unique_ptr<Pd>> alloc_pd() = 0;
   virtual Result<std::unique_ptr<Cq>> create_cq(int cqe, bool with_comp_channel) = 0;
   virtual void* native() const = 0;  // ibv_context* on rdma
-  // The async event fd (ibv_context::async_fd, non-blocking): readable when an event is
-  // pending; -1 if the provider has none.
-  virtual int async_fd() const = 0;
-  // Non-blocking ibv_get_async_event, copied out and acked at once (ibv_ack_async_event):
-  // ibv_destroy_qp waits for the acks of its QP's events, so none is ever held. would_block
-  // when nothing is pending.
-  virtual Result<DeviceEvent> get_async_event() = 0;
+
+  // A pollable fd, readable when get_async_event() has an event: the native async fd
+  // (library), the inbox's eventfd (transport); -1 before a claim or without one.
+  int async_fd() const;
+  // Non-blocking: the next event, copied out (a native one acked at once with
+  // ibv_ack_async_event: ibv_destroy_qp waits for the acks of its QP's events, so none is
+  // ever held); would_block when nothing is pending (or nobody claimed the events).
+  Result<DeviceEvent> get_async_event();
   // Does get_async_event() have an event without blocking (for waits that cannot poll fds).
-  virtual bool async_pending() const = 0;
+  bool async_pending() const;
   // Whether a caller that polls at every progress should call get_async_event() now (`now`:
   // the caller's reading of the provider's clock, so that asking costs no clock read of its
-  // own): exact where that costs nothing (the sim's queue), a hint where each call is a
-  // system call that nearly always answers EAGAIN (rdma: the last wait() saw the fd
-  // readable, the last read found an event, or kAsyncPollInterval passed since the first
-  // call after a read that found none). So an event is read at once after a wait that saw
-  // it, and within the interval by a caller whose own event loop polls the fd.
-  virtual bool async_worth_reading(Nanos now) = 0;
+  // own): exact where that costs nothing (the sim's queue, the inbox), a hint where each call
+  // is a system call that nearly always answers EAGAIN (rdma, library mode: the last wait()
+  // saw the fd readable, the last read found an event, or kAsyncPollInterval passed since
+  // the first call after a read that found none). So an event is read at once after a wait
+  // that saw it, and within the interval by a caller whose own event loop polls the fd.
+  bool async_worth_reading(Nanos now);
   static constexpr Nanos kAsyncPollInterval = std::chrono::milliseconds(1);
+
+  // Takes a share of the async events for `o` (each DeviceSubscription holds one). Every
+  // holder must agree: a claim for the other owner while one is held fails (invalid_argument,
+  // naming the device and both owners). The first library claim readies the native source
+  // (rdma: the fd made non-blocking, once; the flag is left set afterwards).
+  Status claim_async(AsyncOwner o);
+  void release_async(AsyncOwner o);
+  // The owner while a claim is held.
+  std::optional<AsyncOwner> async_owner() const;
+  // Transport mode: an event the transport read from the native source, acked by it (the
+  // library keeps a copy, nothing that points into it but the opaque object handle).
+  // get_async_event() returns it next. Callable from any thread (an async thread of the
+  // transport's); the events are handled by the thread that progresses the library.
+  void post_async_event(DeviceEvent ev);
+  // Events posted and not read yet.
+  size_t posted_pending() const;
 
   // The sinks dispatch_device_events() hands this device's events to (not owned; see
   // DeviceSubscription). Several owners (engines) may share one device.
@@ -317,25 +354,50 @@ class Device {
   void remove_sink(DeviceEventSink* s);
   std::span<DeviceEventSink* const> sinks() const { return sinks_; }
 
+ protected:
+  // The native source (ibv_context::async_fd and ibv_get_async_event on rdma, the simulated
+  // hardware's queue on sim), as async_fd() ... describe them for library mode.
+  virtual int native_async_fd() const = 0;
+  virtual Result<DeviceEvent> native_get_async_event() = 0;
+  virtual bool native_async_pending() const = 0;
+  virtual bool native_async_worth_reading(Nanos now) = 0;
+  // The first library claim: ready the native source for non-blocking reads.
+  virtual Status native_take_async() { return Status::ok(); }
+
  private:
+  // The inbox of transport mode: a queue, and an eventfd readable while it is not empty.
+  struct Inbox;
+
   std::vector<DeviceEventSink*> sinks_;
+  std::optional<AsyncOwner> owner_;
+  uint32_t claims_ = 0;
+  bool native_ready_ = false;
+  std::unique_ptr<Inbox> inbox_;
 };
 
-// A sink's place on a device, for as long as this object lives.
+// A sink's place on a device, for as long as this object lives, with its share of the
+// device's async events (Device::claim_async).
 class DeviceSubscription {
  public:
   DeviceSubscription() = default;
-  DeviceSubscription(Device& d, DeviceEventSink& s) : dev_(&d), sink_(&s) { d.add_sink(&s); }
+  // Fails when the device's async events are claimed for the other owner.
+  static Result<DeviceSubscription> make(Device& d, DeviceEventSink& s, AsyncOwner o);
   ~DeviceSubscription() { reset(); }
-  DeviceSubscription(DeviceSubscription&& o) noexcept : dev_(std::exchange(o.dev_, nullptr)), sink_(o.sink_) {}
+  DeviceSubscription(DeviceSubscription&& o) noexcept
+      : dev_(std::exchange(o.dev_, nullptr)), sink_(o.sink_), owner_(o.owner_) {}
   DeviceSubscription& operator=(DeviceSubscription&& o) noexcept;
   void reset();
   Device* device() const { return dev_; }
+  AsyncOwner owner() const { return owner_; }
 
  private:
   Device* dev_ = nullptr;
   DeviceEventSink* sink_ = nullptr;
+  AsyncOwner owner_ = AsyncOwner::library;
 };
+
+// Hands one event to `dev`'s sinks (see DeviceEventSink); false when there was none.
+bool deliver_device_event(Device& dev, const DeviceEvent& ev);
 
 // Takes up to `max` async events of `dev` and hands each to its sinks (see DeviceEventSink).
 // Returns the number taken; events no sink was there for are counted in `unclaimed`.

@@ -149,6 +149,12 @@ const char* to_string(DeviceEventType t) {
   return i < std::size(names) ? names[i] : "UNKNOWN_ASYNC_EVENT";
 }
 
+const char* to_string(DeviceEventScope s) {
+  static const char* names[] = {"qp", "cq", "srq", "wq", "port", "device"};
+  auto i = static_cast<size_t>(s);
+  return i < std::size(names) ? names[i] : "device";
+}
+
 DeviceEventScope scope_of(DeviceEventType t) {
   using T = DeviceEventType;
   switch (t) {
@@ -184,6 +190,9 @@ std::string DeviceEvent::describe() const {
     s += buf;
   } else if (scope_of(type) == DeviceEventScope::port) {
     s += " (port " + std::to_string(port) + ")";
+  } else if (scope_of(type) != DeviceEventScope::device) {
+    std::snprintf(buf, sizeof buf, " (%s %p)", to_string(scope_of(type)), object);
+    s += buf;
   }
   return s;
 }

@@ -93,12 +93,17 @@ const char* to_string(DeviceEventType t);
 // The element an event is about, as ibv_async_event's union says.
 enum class DeviceEventScope : uint8_t { qp, cq, srq, wq, port, device };
 DeviceEventScope scope_of(DeviceEventType t);
+const char* to_string(DeviceEventScope s);  // "qp", "cq", "srq", "wq", "port", "device"
 
-// One async event, copied out of the provider (acked by then: nothing here points into it).
+// One async event, copied out of the provider (acked by then: nothing here points into it
+// but `object`, an opaque handle never dereferenced). scope_of(type) says what it concerns.
 struct DeviceEvent {
   DeviceEventType type = DeviceEventType::device_fatal;
   uint32_t qpn = 0;     // scope qp
   uint8_t port = 0;     // scope port
+  // Scopes cq, srq and wq: which one, as the native event named it (ibv_cq*, ibv_srq*,
+  // ibv_wq* on rdma): the transport's object, for the transport to recognise. Null otherwise.
+  const void* object = nullptr;
   std::string device;   // the device's name
   std::string describe() const;
 };

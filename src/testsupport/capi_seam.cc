@@ -1,5 +1,7 @@
 #include "testsupport/capi_seam.h"
 
+#include <infiniband/verbs.h>
+
 #include "capi/handles.h"
 
 namespace wireup::capi_seam {
@@ -8,6 +10,35 @@ namespace {
 class SeamQpAdapter final : public capi::QpAdapter {
  public:
   ibv_context* context_of(prov::Device& dev) const override { return reinterpret_cast<ibv_context*>(&dev); }
+
+  // On the seam the event's element.qp is a prov::Qp* (as_ibv_qp), the rest as verbs has it.
+  Result<prov::DeviceEvent> event_of(const ibv_async_event& e, prov::Device& dev) const override {
+    const int t = static_cast<int>(e.event_type);
+    if (t < 0 || t > static_cast<int>(prov::DeviceEventType::wq_fatal))
+      return Error::make(ErrorCode::invalid_argument, "async event",
+                         "event_type " + std::to_string(t) + " is not an enum ibv_event_type value wireup knows");
+    prov::DeviceEvent out;
+    out.type = static_cast<prov::DeviceEventType>(t);
+    out.device = dev.info().name;
+    switch (prov::scope_of(out.type)) {
+      case prov::DeviceEventScope::qp: {
+        prov::Qp* q = seam_qp(e.element.qp);
+        if (q == nullptr)
+          return Error::make(ErrorCode::invalid_argument, "async event", "a QP event names no QP (element.qp NULL)");
+        if (&q->device() != &dev)
+          return Error::make(ErrorCode::invalid_argument, "async event", "names a QP of another device")
+              .with_qpn(q->qpn());
+        out.qpn = q->qpn();
+        break;
+      }
+      case prov::DeviceEventScope::cq: out.object = e.element.cq; break;
+      case prov::DeviceEventScope::srq: out.object = e.element.srq; break;
+      case prov::DeviceEventScope::wq: out.object = e.element.wq; break;
+      case prov::DeviceEventScope::port: out.port = static_cast<uint8_t>(e.element.port_num); break;
+      case prov::DeviceEventScope::device: break;
+    }
+    return out;
+  }
 
   Result<capi::QpView> view(ibv_qp* qp, prov::Device& dev) override {
     prov::Qp* q = seam_qp(qp);

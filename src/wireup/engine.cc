@@ -69,7 +69,11 @@ Status Engine::listen() {
   if (opt().reuseaddr) WIREUP_TRY(s.listener->set_reuseaddr(true));
   WIREUP_TRY(s.listener->bind_addr(opt().listen_addr));
   // Bound to the device's address: the id names the device whose async events are ours.
-  if (prov::Device* d = s.listener->device()) device_ = prov::DeviceSubscription(*d, *this);
+  if (prov::Device* d = s.listener->device()) {
+    auto sub = prov::DeviceSubscription::make(*d, *this, opt().async_events);
+    if (!sub) return sub.error();
+    device_ = std::move(sub).value();
+  }
   return s.listener->listen(opt().backlog);
 }
 

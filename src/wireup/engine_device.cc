@@ -1,6 +1,7 @@
-// The events of the device itself: its async events (ibv_get_async_event), COMM_EST answered
-// with rdma_notify, the removal of the device (DEVICE_REMOVAL on every id, DEVICE_FATAL on the
-// async fd) and ADDR_CHANGE.
+// The events of the device itself: its async events (ibv_get_async_event, or in transport
+// mode the copies the transport handed over: prov::Device reads whichever source its owner
+// says, EngineOptions::async_events), COMM_EST answered with rdma_notify, the removal of the
+// device (DEVICE_REMOVAL on every id, DEVICE_FATAL on the async fd) and ADDR_CHANGE.
 //
 // COMM_EST: a passive QP waits in RTR from its REP until the CM says the connection is
 // established (cm/connection.h). If the active side's first packet arrives before the RTU (a

@@ -58,6 +58,9 @@ struct EngineOptions {
   qp::QpOverrides qp;
   prov::ConnParam param;             // resources and CM retry counts
   uint64_t seed = 0;                 // jitter RNG; 0 = derived from rank
+  // Who reads the device's async events (config device.async_events): the engine itself, or
+  // the transport, which hands it those it read (prov::Device::post_async_event).
+  prov::AsyncOwner async_events = prov::AsyncOwner::library;
 };
 
 struct Peer {

@@ -62,6 +62,8 @@ EngineOptions engine_options(const config::Settings& s, uint32_t rank, uint32_t 
   o.backoff_jitter = s.engine.backoff_jitter;
   o.wireup_timeout = s.engine.wireup_timeout;
   o.rtu_linger = s.engine.rtu_linger;
+  o.async_events = s.device.async_events == config::AsyncEvents::transport ? prov::AsyncOwner::transport
+                                                                            : prov::AsyncOwner::library;
   o.resolve_addr_timeout_ms = static_cast<int>(s.cm.resolve_addr_timeout.count());
   o.resolve_route_timeout_ms = static_cast<int>(s.cm.resolve_route_timeout.count());
   if (s.cm.tos >= 0) o.tos = static_cast<uint8_t>(s.cm.tos);

@@ -45,6 +45,14 @@ int main(void) {
   EXPECT(wireup_local_address(NULL, NULL, &len) == WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT(wireup_fd(NULL) == -1 && wireup_done(NULL) == -1 && wireup_result_count(NULL) == 0);
   wireup_destroy(NULL);
+  /* The async-event hand-over (wireup_events.h) is C too; the event type stays opaque here. */
+  EXPECT(wireup_context_async_event(NULL, NULL) == WIREUP_ERR_INVALID_ARGUMENT);
+  {
+    wireup_device_event_t dev_ev;
+    memset(&dev_ev, 0, sizeof dev_ev);
+    dev_ev.object = WIREUP_DEVICE_OBJECT_SRQ;
+    EXPECT(dev_ev.handle == NULL && dev_ev.object == WIREUP_DEVICE_OBJECT_SRQ);
+  }
 
   s = wireup_context_create(&cp, &ctx);
   if (s == WIREUP_OK) {

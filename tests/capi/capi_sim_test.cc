@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <infiniband/verbs.h>
+
 #include "testsupport/capi_seam.h"
 #include "wireup/address.h"
 #include "wireup/wireup.h"
@@ -222,6 +224,7 @@ class SimJob {
 
   Transport& t(uint32_t r) { return t_[r]; }
   wireup_t* w(uint32_t r) { return w_[r]; }
+  wireup_context_t* ctx(uint32_t r) { return ctx_[r]; }
   prov::sim::SimFabric& fabric() { return fab_; }
 
  private:
@@ -437,6 +440,206 @@ TEST(CapiSim, AContextOverAProviderNeedsItsListenAddress) {
   EXPECT_EQ(c, nullptr);
   EXPECT_NE(std::string(wireup_last_error(nullptr)).find("listen_ip"), std::string::npos)
       << wireup_last_error(nullptr);
+}
+
+// --- the device's async events: who reads them (device.async_events) ---
+
+struct DeviceEventSeen {
+  int type;
+  std::string name;
+  uint32_t qpn;
+  uint8_t port;
+  int known;
+  uint32_t peer;
+  wireup_device_object_t object;
+  void* handle;
+};
+
+void on_device_event(void* arg, const wireup_device_event_t* ev) {
+  static_cast<std::vector<DeviceEventSeen>*>(arg)->push_back(
+      DeviceEventSeen{ev->type, ev->name, ev->qpn, ev->port, ev->known, ev->peer, ev->object, ev->handle});
+}
+
+// One wireup_progress() on each handle, then `step` of virtual time, until `stop` or `bound`.
+template <class Stop>
+bool progress_until(SimJob& job, uint32_t ranks, Nanos bound, Stop stop, Nanos step = 1ms) {
+  const Nanos until = job.fabric().now() + bound;
+  while (job.fabric().now() < until) {
+    for (uint32_t r = 0; r < ranks; ++r) {
+      int k = 0;
+      EXPECT_EQ(wireup_progress(job.w(r), &k), WIREUP_OK) << wireup_last_error(job.w(r));
+    }
+    if (stop()) return true;
+    job.fabric().run_for(step);
+  }
+  return false;
+}
+
+// Every RTU from rank 0 (the initiator of the pair) to rank 1, for good: rank 1's QP waits in
+// RTR until COMM_EST or the CM's REP retries.
+prov::sim::SimConfig rtus_lost_for_good() { return rtu_flap(0, 1, Nanos::max()); }
+
+// Rank 0 connected, rank 1 waiting for the RTU; then rank 0's transport sends on its QP, which
+// makes rank 1's QP raise COMM_EST (the fabric delivers it at the next step).
+void connect_and_send(SimJob& job, std::vector<char>& mem, std::unique_ptr<prov::Mr>& mr) {
+  ASSERT_TRUE(progress_until(job, 2, 5s, [&] { return wireup_result_count(job.w(0)) == 1; }));
+  ASSERT_EQ(wireup_result_count(job.w(1)), 0u);
+  job.t(0).read_results(job.w(0));
+  wireup_result_t r;
+  ASSERT_EQ(wireup_result_get(job.w(0), 0, &r), WIREUP_OK);
+  mem.assign(64, 'x');
+  auto m = job.t(0).pd->reg_mr(mem.data(), mem.size(), prov::access::local_write);
+  ASSERT_TRUE(m) << m.error().message();
+  mr = std::move(m).value();
+  ASSERT_TRUE(seam_qp(r.qp)->post_send(1, prov::Sge{reinterpret_cast<uint64_t>(mem.data()), 16, mr->lkey()}, true));
+}
+
+// Transport mode: the library reads nothing of the device (the raised COMM_EST stays queued
+// for the transport however long wireup progresses); the transport reads it, hands it over
+// with wireup_context_async_event, and the passive side is established long before the CM's
+// first REP retry (6 s). The control below shows the same without the hand-over.
+TEST(CapiSimAsync, TransportModeTheTransportReadsCommEstAndHandsItOver) {
+  SimJob job(2, 2, rtus_lost_for_good(), {"device.async_events=transport", "engine.rtu_linger_ms=0"});
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  std::vector<DeviceEventSeen> seen;
+  ASSERT_EQ(wireup_on_device_event(job.w(1), on_device_event, &seen), WIREUP_OK);
+  EXPECT_STREQ(wireup_context_config_value(job.ctx(1), "device.async_events"), "\"transport\"");
+  std::vector<char> mem;
+  std::unique_ptr<prov::Mr> mr;
+  ASSERT_NO_FATAL_FAILURE(connect_and_send(job, mem, mr));
+  // The packet lands, COMM_EST is raised: the library must leave it where it is.
+  EXPECT_FALSE(progress_until(job, 2, 200ms, [&] { return wireup_result_count(job.w(1)) == 1; }));
+  ASSERT_EQ(job.fabric().raised_pending(1, 0), 1u) << "transport mode: the library read the device's event";
+  wireup_counters_t c{};
+  ASSERT_EQ(wireup_counters_get(job.w(1), &c), WIREUP_OK);
+  EXPECT_EQ(c.device_events, 0u);
+
+  auto raised = job.fabric().read_raised(1, 0);  // the transport's ibv_get_async_event
+  ASSERT_TRUE(raised) << raised.error().message();
+  ASSERT_EQ(raised->type, prov::DeviceEventType::comm_est);
+  prov::Qp* target = nullptr;
+  for (auto& [q, owned] : job.t(1).live)
+    if (q->qpn() == raised->qpn) target = q;
+  ASSERT_NE(target, nullptr) << "COMM_EST names no QP rank 1's factory made";
+  ibv_async_event ev{};
+  ev.event_type = IBV_EVENT_COMM_EST;
+  ev.element.qp = as_ibv_qp(target);
+  const Nanos handed = job.fabric().now();
+  ASSERT_EQ(wireup_context_async_event(job.ctx(1), &ev), WIREUP_OK) << wireup_last_error(nullptr);
+  ASSERT_TRUE(progress_until(job, 2, 1s, [&] { return wireup_result_count(job.w(1)) == 1; }));
+  EXPECT_LT(job.fabric().now() - handed, 100ms);
+  ASSERT_EQ(wireup_counters_get(job.w(1), &c), WIREUP_OK);
+  EXPECT_EQ(c.comm_est_notified, 1u);
+  EXPECT_EQ(c.device_events, 1u);
+  EXPECT_TRUE(seen.empty()) << "the COMM_EST the library answered is not reported back";
+  EXPECT_EQ(wireup_error_count(job.w(1)), 0u);
+
+  // A QP event of the transport's own QP, handed over: reported with its object kind.
+  ev.event_type = IBV_EVENT_QP_FATAL;
+  ev.element.qp = as_ibv_qp(target);
+  ASSERT_EQ(wireup_context_async_event(job.ctx(1), &ev), WIREUP_OK) << wireup_last_error(nullptr);
+  ASSERT_TRUE(progress_until(job, 2, 10ms, [&] { return seen.size() == 1; }));
+  EXPECT_EQ(seen[0].type, IBV_EVENT_QP_FATAL);
+  EXPECT_EQ(seen[0].object, WIREUP_DEVICE_OBJECT_QP);
+  EXPECT_EQ(seen[0].qpn, target->qpn());
+  EXPECT_EQ(seen[0].known, 1);
+  EXPECT_EQ(seen[0].peer, 0u);
+
+  // What is not an event wireup knows, or not on this device, is refused and named.
+  ibv_async_event bad{};
+  bad.event_type = static_cast<ibv_event_type>(77);
+  EXPECT_EQ(wireup_context_async_event(job.ctx(1), &bad), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(wireup_last_error(nullptr)).find("77"), std::string::npos) << wireup_last_error(nullptr);
+  bad.event_type = IBV_EVENT_QP_FATAL;
+  bad.element.qp = nullptr;
+  EXPECT_EQ(wireup_context_async_event(job.ctx(1), &bad), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(wireup_context_async_event(job.ctx(1), nullptr), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(wireup_context_async_event(nullptr, &ev), WIREUP_ERR_INVALID_ARGUMENT);
+}
+
+// The control: the same in transport mode without the hand-over: rank 1 stays unconnected
+// (the library never read the COMM_EST that was raised).
+TEST(CapiSimAsync, TransportModeWithoutTheHandOverThePassiveSideWaits) {
+  SimJob job(2, 2, rtus_lost_for_good(), {"device.async_events=transport", "engine.rtu_linger_ms=0"});
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  std::vector<char> mem;
+  std::unique_ptr<prov::Mr> mr;
+  ASSERT_NO_FATAL_FAILURE(connect_and_send(job, mem, mr));
+  EXPECT_FALSE(progress_until(job, 2, 2s, [&] { return wireup_result_count(job.w(1)) == 1; }, 10ms));
+  EXPECT_EQ(job.fabric().raised_pending(1, 0), 1u);
+}
+
+// Library mode (the default): the library reads the same COMM_EST itself and answers it; a
+// hand-over is refused (the event would be seen twice); the events it forwards name the kind
+// of object they concern, and CQ/SRQ events the transport's object.
+TEST(CapiSimAsync, LibraryModeReadsItselfAndForwardedEventsNameTheirObject) {
+  SimJob job(2, 2, rtus_lost_for_good(), {"engine.rtu_linger_ms=0"});
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  std::vector<DeviceEventSeen> seen;
+  ASSERT_EQ(wireup_on_device_event(job.w(1), on_device_event, &seen), WIREUP_OK);
+  std::vector<char> mem;
+  std::unique_ptr<prov::Mr> mr;
+  ASSERT_NO_FATAL_FAILURE(connect_and_send(job, mem, mr));
+  ASSERT_TRUE(progress_until(job, 2, 1s, [&] { return wireup_result_count(job.w(1)) == 1; }));
+  EXPECT_EQ(job.fabric().raised_pending(1, 0), 0u);
+  wireup_counters_t c{};
+  ASSERT_EQ(wireup_counters_get(job.w(1), &c), WIREUP_OK);
+  EXPECT_EQ(c.comm_est_notified, 1u);
+
+  ibv_async_event ev{};
+  ev.event_type = IBV_EVENT_PORT_ERR;
+  ev.element.port_num = 1;
+  EXPECT_EQ(wireup_context_async_event(job.ctx(1), &ev), WIREUP_ERR_INVALID_STATE);
+  EXPECT_NE(std::string(wireup_last_error(nullptr)).find("device.async_events"), std::string::npos)
+      << wireup_last_error(nullptr);
+
+  // Stand-ins for the transport's ibv_srq / ibv_cq: only their addresses matter.
+  int srq_marker = 0, cq_marker = 0;
+  job.t(1).read_results(job.w(1));
+  wireup_result_t r1;
+  ASSERT_EQ(wireup_result_get(job.w(1), 0, &r1), WIREUP_OK);
+  prov::sim::SimFabric& f = job.fabric();
+  f.raise_device_event(1, 0, prov::DeviceEventType::srq_limit_reached, 0, &srq_marker);
+  f.raise_device_event(1, 0, prov::DeviceEventType::cq_err, 0, &cq_marker);
+  f.raise_device_event(1, 0, prov::DeviceEventType::port_err);
+  f.raise_device_event(1, 0, prov::DeviceEventType::qp_last_wqe_reached, r1.local_qpn);
+  ASSERT_TRUE(progress_until(job, 2, 10ms, [&] { return seen.size() == 4; }));
+  EXPECT_EQ(seen[0].type, IBV_EVENT_SRQ_LIMIT_REACHED);
+  EXPECT_EQ(seen[0].name, "SRQ_LIMIT_REACHED");
+  EXPECT_EQ(seen[0].object, WIREUP_DEVICE_OBJECT_SRQ);
+  EXPECT_EQ(seen[0].handle, &srq_marker);
+  EXPECT_EQ(seen[1].type, IBV_EVENT_CQ_ERR);
+  EXPECT_EQ(seen[1].object, WIREUP_DEVICE_OBJECT_CQ);
+  EXPECT_EQ(seen[1].handle, &cq_marker);
+  EXPECT_EQ(seen[2].type, IBV_EVENT_PORT_ERR);
+  EXPECT_EQ(seen[2].object, WIREUP_DEVICE_OBJECT_PORT);
+  EXPECT_EQ(seen[2].port, 1);
+  EXPECT_EQ(seen[2].handle, nullptr);
+  EXPECT_EQ(seen[3].type, IBV_EVENT_QP_LAST_WQE_REACHED);
+  EXPECT_EQ(seen[3].object, WIREUP_DEVICE_OBJECT_QP);
+  EXPECT_EQ(seen[3].qpn, r1.local_qpn);
+  EXPECT_EQ(seen[3].known, 1);
+  EXPECT_EQ(seen[3].handle, nullptr);
+}
+
+// A bad value of the key is a configuration error naming the key and the choices.
+TEST(CapiSimAsync, AnUnknownOwnerIsAConfigError) {
+  prov::sim::SimFabric fab;
+  fab.add_node();
+  auto devs = fab.provider(0).devices();
+  ASSERT_TRUE(devs);
+  const char* ov[] = {"device.async_events=both"};
+  wireup_context_params_t cp;
+  wireup_context_params_init(&cp);
+  const std::string ip = fab.address(0).to_string();
+  cp.listen_ip = ip.c_str();
+  cp.config_overrides = ov;
+  cp.num_config_overrides = 1;
+  wireup_context_t* c = nullptr;
+  EXPECT_EQ(capi_seam::context_create(fab.provider(0), *devs->front(), &cp, &c), WIREUP_ERR_CONFIG);
+  const std::string msg = wireup_last_error(nullptr);
+  EXPECT_NE(msg.find("device.async_events"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("transport"), std::string::npos) << msg;
 }
 
 }  // namespace

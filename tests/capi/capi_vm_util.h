@@ -40,6 +40,7 @@ struct Transport {
   ibv_pd* pd = nullptr;
   ibv_cq* cq = nullptr;
   ibv_qp_type type = IBV_QPT_RC;  // what the factory makes (tests hand out wrong ones too)
+  ibv_srq* srq = nullptr;         // if set, every QP the factory makes receives through it
   std::vector<ibv_qp*> created;
   std::vector<ibv_qp*> released;
 
@@ -49,6 +50,7 @@ struct Transport {
   }
   ~Transport() {
     for (ibv_qp* q : created) ibv_destroy_qp(q);  // ours: wireup never destroys them
+    if (srq) ibv_destroy_srq(srq);
     if (cq) ibv_destroy_cq(cq);
     if (pd) ibv_dealloc_pd(pd);
   }
@@ -58,6 +60,7 @@ struct Transport {
     ibv_qp_init_attr a{};
     a.send_cq = a.recv_cq = t->cq;
     a.qp_type = t->type;
+    a.srq = t->srq;
     a.cap.max_send_wr = a.cap.max_recv_wr = 4;
     a.cap.max_send_sge = a.cap.max_recv_sge = 1;
     ibv_qp* qp = ibv_create_qp(t->pd, &a);

@@ -4,6 +4,9 @@
 // only for a bonding failover (tests/vm/device covers removal and async events on rxe).
 #include <gtest/gtest.h>
 
+#include <poll.h>
+
+#include <algorithm>
 #include <map>
 
 #include "tests/engine/sim_engine_fabric.h"
@@ -217,6 +220,127 @@ TEST(AddrChange, ReportedForEveryConnectionAndTheListener) {
   EXPECT_EQ(e.stats()[Counter::addr_changes], conns + listener);
   EXPECT_EQ(e.connected(), 4u) << "an address change tears nothing down";
   EXPECT_FALSE(e.device_lost());
+}
+
+// --- who reads the device's async events (EngineOptions::async_events) ---
+
+// Transport mode: the engines read nothing of the device; the COMM_EST the SEND raised waits
+// for the transport, which reads it (the sim's read_raised: its ibv_get_async_event) and
+// posts it; the passive side is then established as in library mode.
+TEST(AsyncOwner, TransportModeCommEstIsTheTransportsToHandOver) {
+  SimEngineFabric f(2, rtus_lost());
+  auto job = make_job(f, 2, 1, [](EngineOptions& o) {
+    o.rtu_linger = 0s;
+    o.async_events = prov::AsyncOwner::transport;
+  });
+  ASSERT_TRUE(job) << job.error().message();
+  std::vector<DeviceEventReport> forwarded;
+  job->ranks[1].engine->on_device_report([&](const DeviceEventReport& d) { forwarded.push_back(d); });
+  ASSERT_EQ(job->ranks[1].engine->devices().size(), 1u);
+  prov::Device& dev = *job->ranks[1].engine->devices().front();
+  EXPECT_EQ(dev.async_owner(), prov::AsyncOwner::transport);
+  connect_active_only(f, *job);
+  std::vector<char> mem;
+  std::unique_ptr<prov::Mr> mr;
+  std::unique_ptr<prov::Qp> qp;
+  send_one(*job, mem, mr, qp);
+  EXPECT_FALSE(run(f, *job, 200ms, [&] { return job->ranks[1].engine->connected() == 1; }));
+  ASSERT_EQ(f.fabric().raised_pending(1, 0), 1u) << "the engine read an event the transport owns";
+  EXPECT_EQ(job->ranks[1].engine->stats()[Counter::device_events], 0u);
+  auto ev = f.fabric().read_raised(1, 0);
+  ASSERT_TRUE(ev) << ev.error().message();
+  ASSERT_EQ(ev->type, prov::DeviceEventType::comm_est);
+  dev.post_async_event(*ev);
+  EXPECT_EQ(dev.posted_pending(), 1u);
+  EXPECT_TRUE(dev.async_pending());
+  ASSERT_TRUE(run(f, *job, 100ms, [&] { return job->ranks[1].engine->connected() == 1; }));
+  const Engine& p = *job->ranks[1].engine;
+  EXPECT_EQ(p.stats()[Counter::comm_est_notified], 1u);
+  EXPECT_EQ(p.stats()[Counter::device_events], 1u);
+  EXPECT_EQ(dev.posted_pending(), 0u);
+  EXPECT_TRUE(forwarded.empty());
+  EXPECT_TRUE(p.errors().empty());
+}
+
+// The fd the engine offers the transport's loop in transport mode is the inbox's, readable
+// exactly while a posted event waits; in library mode it is the device's own.
+TEST(AsyncOwner, TheEnginesFdIsTheInboxInTransportMode) {
+  SimEngineFabric f(2, SimConfig{});
+  auto job = make_job(f, 2, 1, [](EngineOptions& o) { o.async_events = prov::AsyncOwner::transport; });
+  ASSERT_TRUE(job) << job.error().message();
+  prov::Device& dev = *job->ranks[0].engine->devices().front();
+  const int fd = dev.async_fd();
+  ASSERT_GE(fd, 0);
+  auto fds = job->ranks[0].engine->fds();
+  EXPECT_NE(std::find(fds.begin(), fds.end(), fd), fds.end());
+  auto readable = [fd] {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) == 1;
+  };
+  EXPECT_FALSE(readable());
+  f.fabric().raise_device_event(0, 0, prov::DeviceEventType::port_err);
+  EXPECT_FALSE(readable()) << "a raised event is the transport's: the inbox stays empty";
+  prov::DeviceEvent e;
+  e.type = prov::DeviceEventType::port_err;
+  e.port = 1;
+  dev.post_async_event(e);
+  EXPECT_TRUE(readable());
+  auto got = dev.get_async_event();
+  ASSERT_TRUE(got) << got.error().message();
+  EXPECT_EQ(got->type, prov::DeviceEventType::port_err);
+  EXPECT_EQ(got->device, dev.info().name) << "the device names itself on a posted copy";
+  EXPECT_FALSE(readable());
+  EXPECT_EQ(f.fabric().raised_pending(0, 0), 1u);
+}
+
+// Every engine on one device must agree on the owner; the claim goes with the last of them.
+TEST(AsyncOwner, OneDeviceOneOwner) {
+  SimEngineFabric f(1, SimConfig{});
+  auto devs = f.fabric().provider(0).devices();
+  ASSERT_TRUE(devs && !devs->empty());
+  prov::Device& d = *devs->front();
+  EXPECT_FALSE(d.async_owner().has_value());
+  EXPECT_EQ(d.async_fd(), -1) << "nobody claimed the events: nothing reads them";
+  f.fabric().raise_device_event(0, 0, prov::DeviceEventType::port_err);
+  EXPECT_FALSE(d.get_async_event()) << "an unclaimed device is read by nobody";
+  ASSERT_TRUE(d.claim_async(prov::AsyncOwner::library));
+  ASSERT_TRUE(d.claim_async(prov::AsyncOwner::library));
+  Status s = d.claim_async(prov::AsyncOwner::transport);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("device.async_events"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(d.info().name), std::string::npos) << s.message();
+  auto got = d.get_async_event();
+  ASSERT_TRUE(got) << "library mode reads the device's own events";
+  d.release_async(prov::AsyncOwner::library);
+  EXPECT_EQ(d.async_owner(), prov::AsyncOwner::library);
+  d.release_async(prov::AsyncOwner::library);
+  EXPECT_FALSE(d.async_owner().has_value());
+  EXPECT_TRUE(d.claim_async(prov::AsyncOwner::transport));
+  d.release_async(prov::AsyncOwner::transport);
+}
+
+// Library mode: forwarded events carry their object: the QPN, the port, or the CQ/SRQ handle.
+TEST(AsyncOwner, LibraryModeForwardedEventsNameTheirObject) {
+  SimEngineFabric f(2, SimConfig{});
+  auto job = make_job(f, 2, 1);
+  ASSERT_TRUE(job) << job.error().message();
+  std::vector<DeviceEventReport> forwarded;
+  job->ranks[1].engine->on_device_report([&](const DeviceEventReport& d) { forwarded.push_back(d); });
+  ASSERT_TRUE(run(f, *job, 5s, [&] { return job->ranks[1].engine->connected() == 1; }));
+  int srq = 0, cq = 0;
+  f.fabric().raise_device_event(1, 0, prov::DeviceEventType::srq_limit_reached, 0, &srq);
+  f.fabric().raise_device_event(1, 0, prov::DeviceEventType::cq_err, 0, &cq);
+  f.fabric().raise_device_event(1, 0, prov::DeviceEventType::port_active);
+  ASSERT_TRUE(run(f, *job, 10ms, [&] { return forwarded.size() == 3; }));
+  EXPECT_EQ(prov::scope_of(forwarded[0].event.type), prov::DeviceEventScope::srq);
+  EXPECT_EQ(forwarded[0].event.object, &srq);
+  EXPECT_EQ(prov::scope_of(forwarded[1].event.type), prov::DeviceEventScope::cq);
+  EXPECT_EQ(forwarded[1].event.object, &cq);
+  EXPECT_EQ(prov::scope_of(forwarded[2].event.type), prov::DeviceEventScope::port);
+  EXPECT_EQ(forwarded[2].event.port, 1);
+  EXPECT_EQ(forwarded[2].event.object, nullptr);
+  EXPECT_NE(forwarded[0].event.describe().find("srq 0x"), std::string::npos) << forwarded[0].event.describe();
+  EXPECT_EQ(f.fabric().raised_pending(1, 0), 0u);
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ std::string fingerprint(const EngineOptions& o) {
     << opt(o.qp.rnr_retry) << ' ' << opt(o.qp.min_rnr_timer) << ' ' << opt(o.qp.max_rd_atomic) << ' '
     << opt(o.qp.max_dest_rd_atomic) << ' ' << o.qp.access_flags.value_or(0) << ' ' << int(o.param.retry_count) << ' ' << int(o.param.rnr_retry_count) << ' '
     << int(o.param.responder_resources) << ' ' << int(o.param.initiator_depth) << ' ' << o.incast.on << ' '
-    << o.incast.burst << ' ' << o.incast.rate << ' ' << o.on_demand << ' ' << o.eager_ring;
+    << o.incast.burst << ' ' << o.incast.rate << ' ' << o.on_demand << ' ' << o.eager_ring << ' '
+    << int(o.async_events);
   return s.str();
 }
 

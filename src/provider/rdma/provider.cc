@@ -92,9 +92,8 @@ Result<std::unique_ptr<RdmaProvider>> RdmaProvider::create() {
                  "device with 'rdma link add rxe0 type rxe netdev <iface>')"};
   }
   for (int i = 0; i < num; ++i) {
-    auto d = std::make_unique<RdmaDevice>(p->contexts_[i], describe_device(p->contexts_[i]));
-    if (Status s = d->make_async_nonblocking(); !s) return s.error();
-    p->devices_.push_back(std::move(d));
+    // The async fd is left as it is: whoever owns the events sets it up (Device::claim_async).
+    p->devices_.push_back(std::make_unique<RdmaDevice>(p->contexts_[i], describe_device(p->contexts_[i])));
   }
   return p;
 }

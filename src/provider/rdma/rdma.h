@@ -24,15 +24,19 @@ class RdmaDevice final : public Device {
   Result<std::unique_ptr<Pd>> alloc_pd() override;
   Result<std::unique_ptr<Cq>> create_cq(int cqe, bool with_comp_channel) override;
   void* native() const override { return ctx_; }
-  int async_fd() const override { return ctx_->async_fd; }
-  Result<DeviceEvent> get_async_event() override;
-  bool async_pending() const override;
-  bool async_worth_reading(Nanos now) override;
   // RdmaProvider::wait() saw the async fd readable.
   void saw_readable() { maybe_pending_ = true; }
   ibv_context* ctx() const { return ctx_; }
-  // Makes async_fd non-blocking, so that get_async_event() never sleeps (async.cc).
-  Status make_async_nonblocking();
+
+ protected:
+  // ibv_context::async_fd and ibv_get_async_event, library mode only (async.cc).
+  int native_async_fd() const override { return ctx_->async_fd; }
+  Result<DeviceEvent> native_get_async_event() override;
+  bool native_async_pending() const override;
+  bool native_async_worth_reading(Nanos now) override;
+  // Makes async_fd non-blocking, so that a read never sleeps: the first library claim only
+  // (in transport mode the fd is the transport's, flags and all).
+  Status native_take_async() override;
 
  private:
   ibv_context* ctx_;  // owned by librdmacm (rdma_get_devices), freed by the provider
@@ -43,6 +47,11 @@ class RdmaDevice final : public Device {
   bool maybe_pending_ = true;
   std::optional<Nanos> next_read_;
 };
+
+// The seam's copy of a native async event of `device` (QPN, port, or the CQ/SRQ/WQ handle by
+// its scope); it is the caller's to ack. invalid_argument for an event type the seam does not
+// know or a QP event without its QP.
+Result<DeviceEvent> device_event_of(const ibv_async_event& e, const std::string& device);
 
 // Reads name, vendor, ports, PCI location and netdev of one device.
 DeviceInfo describe_device(ibv_context* ctx);

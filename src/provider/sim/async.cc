@@ -11,7 +11,7 @@ SimDevice::~SimDevice() {
   if (efd_ >= 0) ::close(efd_);
 }
 
-int SimDevice::async_fd() const {
+int SimDevice::native_async_fd() const {
   if (efd_ < 0) {
     efd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     set_readable(!async_.empty());
@@ -26,18 +26,19 @@ void SimDevice::set_readable(bool want) const {
   if (rc == static_cast<ssize_t>(sizeof v)) efd_readable_ = want;
 }
 
-void SimDevice::raise(DeviceEventType type, uint32_t qpn, uint8_t port) {
+void SimDevice::raise(DeviceEventType type, uint32_t qpn, uint8_t port, const void* object) {
   DeviceEvent e;
   e.type = type;
   e.qpn = qpn;
   e.port = port;
+  e.object = object;
   e.device = info_.name;
   async_.push_back(std::move(e));
   ++core.stats.async_events;
   set_readable(true);
 }
 
-Result<DeviceEvent> SimDevice::get_async_event() {
+Result<DeviceEvent> SimDevice::native_get_async_event() {
   if (async_.empty()) return Error::would_block_on("ibv_get_async_event");
   DeviceEvent e = std::move(async_.front());
   async_.pop_front();

@@ -55,8 +55,18 @@ void SimFabric::remove_device(uint32_t node, uint32_t device, Nanos at) {
 
 void SimFabric::fail_over(uint32_t node, uint32_t device) { core_->fail_over(node, device); }
 
-void SimFabric::raise_device_event(uint32_t node, uint32_t device, DeviceEventType type, uint32_t qpn) {
-  core_->node(node).devices.at(device)->raise(type, qpn);
+void SimFabric::raise_device_event(uint32_t node, uint32_t device, DeviceEventType type, uint32_t qpn,
+                                   const void* object) {
+  const uint8_t port = scope_of(type) == DeviceEventScope::port ? 1 : 0;
+  core_->node(node).devices.at(device)->raise(type, qpn, port, object);
+}
+
+Result<DeviceEvent> SimFabric::read_raised(uint32_t node, uint32_t device) {
+  return core_->node(node).devices.at(device)->read_raised();
+}
+
+size_t SimFabric::raised_pending(uint32_t node, uint32_t device) const {
+  return core_->node(node).devices.at(device)->raised_pending();
 }
 
 FaultPlan& SimFabric::faults() { return core_->faults.plan(); }

@@ -90,7 +90,14 @@ class SimFabric {
   void fail_over(uint32_t node, uint32_t device);
   // Raises an async event on a node's device now, as its hardware would (e.g. a QP's
   // COMM_EST, QP_FATAL). The data path raises COMM_EST by itself (a packet reaching a QP in RTR).
-  void raise_device_event(uint32_t node, uint32_t device, DeviceEventType type, uint32_t qpn = 0);
+  // `object`: the CQ/SRQ/WQ a cq/srq/wq-scoped event names; a port event names port 1.
+  void raise_device_event(uint32_t node, uint32_t device, DeviceEventType type, uint32_t qpn = 0,
+                          const void* object = nullptr);
+  // The transport's own ibv_get_async_event on a node's device (for a transport that owns the
+  // async events: AsyncOwner::transport): the next event raised, or would_block; and how many
+  // wait. In library mode the library reads the same queue: never both.
+  Result<DeviceEvent> read_raised(uint32_t node, uint32_t device);
+  size_t raised_pending(uint32_t node, uint32_t device) const;
   FaultPlan& faults();  // message rules and rejects may be changed between steps
 
   const SimStats& stats() const;

@@ -17,13 +17,13 @@ class SimDevice final : public Device {
   Result<std::unique_ptr<Pd>> alloc_pd() override;
   Result<std::unique_ptr<Cq>> create_cq(int cqe, bool with_comp_channel) override;
   void* native() const override { return nullptr; }
-  // An eventfd, created on the first call, readable while an async event is pending (async.cc).
-  int async_fd() const override;
-  Result<DeviceEvent> get_async_event() override;
-  bool async_pending() const override { return !async_.empty(); }
-  bool async_worth_reading(Nanos) override { return !async_.empty(); }
-  // What the hardware would raise: queued for get_async_event().
-  void raise(DeviceEventType type, uint32_t qpn = 0, uint8_t port = 0);
+  // What the hardware would raise: queued for whoever owns the async events (async.cc).
+  // `object`: the CQ/SRQ/WQ a cq/srq/wq-scoped event names.
+  void raise(DeviceEventType type, uint32_t qpn = 0, uint8_t port = 0, const void* object = nullptr);
+  // The transport's own ibv_get_async_event (transport mode, tests): the next raised event,
+  // or would_block. Never call it in library mode: the two would race, as on real hardware.
+  Result<DeviceEvent> read_raised() { return native_get_async_event(); }
+  size_t raised_pending() const { return async_.size(); }
 
   const SimDeviceSpec& spec() const { return spec_; }
   uint32_t ip() const { return sim_ipv4(node, index); }
@@ -37,6 +37,14 @@ class SimDevice final : public Device {
   uint32_t next_qpn = 0x11;  // rxe and mlx5 both start above the reserved QPNs
   uint32_t qps = 0;
   std::unordered_map<uint32_t, Handle> qp_by_num;
+
+ protected:
+  // The simulated hardware's queue behind an eventfd (created on the first call, readable
+  // while an event is pending), as the real ibv_context::async_fd.
+  int native_async_fd() const override;
+  Result<DeviceEvent> native_get_async_event() override;
+  bool native_async_pending() const override { return !async_.empty(); }
+  bool native_async_worth_reading(Nanos) override { return !async_.empty(); }
 
  private:
   void set_readable(bool want) const;
