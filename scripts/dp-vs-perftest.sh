@@ -46,6 +46,7 @@ done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "dp-vs-perftest: --rounds wants a positive number" >&2; exit 2; }
 IFS=, read -r -a SIZE_LIST <<<"$SIZES"
 LAT_SIZE=2  # perftest's DEF_SIZE_LAT
+LAT_INLINE=220  # perftest's DEF_INLINE_WRITE, until its write_lat says what it got
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -54,22 +55,29 @@ RESULTS=$WORK/results  # lines: "<side> <metric> <value>"
 : >"$RESULTS.hw"
 PORT=18515
 
-# perftest_pair NAME CLIENT_OUT ARGS...: the server in the background, then the client
-# against it; the client's report is what counts (it measures). The server has no ready
-# signal in rdma_cm mode (no TCP socket), so the client is retried while it finds no listener.
+# perftest_pair TOOL CLIENT_OUT ARGS...: a server in the background, then the client against
+# it; the client's report is what counts (it measures). The server has no ready signal in
+# rdma_cm mode (no TCP socket), so the client starts 2 s later; a failed attempt (no listener
+# yet, or perftest crashing, which it sometimes does here) is retried with a fresh server on a
+# fresh port, at most 3 times.
 perftest_pair() {
   local tool=$1 out=$2; shift 2
-  PORT=$((PORT + 1))
-  "$tool" -R -d "$DEV" -p "$PORT" "$@" >"$out.server" 2>&1 &
-  local spid=$!
-  local ok=0
-  for _ in 1 2 3 4 5 6 7 8 9 10; do
-    sleep 1
-    if timeout 300 "$tool" -R -d "$DEV" -p "$PORT" "$@" "$ADDR" >"$out" 2>&1; then ok=1; break; fi
-    kill -0 "$spid" 2>/dev/null || break  # the server gave up: no point retrying
+  local attempt spid
+  for attempt in 1 2 3; do
+    PORT=$((PORT + 1))
+    timeout 300 "$tool" -R -d "$DEV" -p "$PORT" "$@" >"$out.server" 2>&1 &
+    spid=$!
+    sleep 2
+    if timeout 300 "$tool" -R -d "$DEV" -p "$PORT" "$@" "$ADDR" >"$out" 2>&1; then
+      wait "$spid" || true
+      return 0
+    fi
+    kill "$spid" 2>/dev/null || true
+    wait "$spid" 2>/dev/null || true
+    echo "dp-vs-perftest: $tool $* (attempt $attempt) failed: $(tail -n 3 "$out" | tr '\n' ' ')"
   done
-  if ((ok)); then wait "$spid" || true; else kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true; fi
-  ((ok)) || { echo "dp-vs-perftest: FAILED: $tool $*:"; tail -n 15 "$out" "$out.server"; return 1; }
+  echo "dp-vs-perftest: FAILED: $tool $* after 3 attempts"
+  return 1
 }
 
 # perftest times with the TSC, calibrated against gettimeofday after the run
@@ -124,7 +132,11 @@ run_perftest() {
     [ -n "$l" ] && awk '{ exit !($5 + 0 > 0) }' <<<"$l" && echo "perftest ${t}_typical_us $(awk '{ print $5 }' <<<"$l")" >>"$RESULTS" &&
       echo "perftest ${t}_avg_us $(awk '{ print $6 }' <<<"$l")" >>"$RESULTS" ||
       { echo "dp-vs-perftest: FAILED: no ib_$t report"; cat "$f"; fails=$((fails + 1)); }
-    ((r == 1)) && echo "perftest $t: MTU $(header "$f" Mtu), TX depth $(header "$f" 'TX depth'), max inline $(header "$f" 'Max inline data')"
+    if ((r == 1)); then
+      echo "perftest $t: MTU $(header "$f" Mtu), TX depth $(header "$f" 'TX depth'), max inline $(header "$f" 'Max inline data')"
+      # dp_bench inlines write_lat's WRITE as perftest did (it prints what it got: 0 on rxe -R).
+      [[ $t == write_lat ]] && LAT_INLINE=$(header "$f" 'Max inline data' | tr -dc 0-9)
+    fi
   done
   return 0
 }
@@ -137,6 +149,7 @@ run_wireup() {
   # What it printed before a failure counts; the failure is reported (and fails the run).
   if ! timeout 600 mpirun --oversubscribe -np 2 --mca pml ob1 --mca btl self,vader "$DP" "${cfg[@]}" \
       --set log.level=warn --set qp.timeout="$ACK_TIMEOUT" --sizes "$SIZES" --bw-iters "$BW_ITERS" --lat-iters "$LAT_ITERS" --lat-size "$LAT_SIZE" \
+      --lat-inline "${LAT_INLINE:-220}" \
       >"$f" 2>&1; then
     echo "dp-vs-perftest: FAILED: dp_bench (round $r): $(grep -m1 'dp_bench: rank .*FAILED' "$f" || tail -n 5 "$f")"
     fails=$((fails + 1))

@@ -3,6 +3,7 @@
 //
 //   mpirun -np 2 dp_bench [--test all|write_bw|write_lat|read_lat] [--sizes 64,1024,65536]
 //          [--bw-iters 5000] [--lat-iters 1000] [--lat-size 2] [--tx-depth 128] [--cq-mod 100]
+//          [--lat-inline 220]
 //          [--client initiator|0|1] [--idle spin|sleep] [--config FILE] [--set section.key=value]...
 //
 // One line per result on the client rank's stdout, "dp_bench <test> key=value ...", and one
@@ -64,6 +65,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--lat-iters") o.lat_iters = number("--lat-iters", v);
     else if (a == "--lat-size") o.lat_size = number("--lat-size", v);
     else if (a == "--tx-depth") o.s.tx_depth = uint32_t(number("--tx-depth", v));
+    else if (a == "--lat-inline") o.s.lat_inline = uint32_t(number("--lat-inline", v));
     else if (a == "--cq-mod") o.s.cq_mod = uint32_t(number("--cq-mod", v)), o.cq_mod_given = true;
     else if (a == "--client") o.client = std::string(v) == "initiator" ? -1 : int(number("--client", v));
     else if (a == "--idle") {
