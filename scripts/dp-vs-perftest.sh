@@ -4,7 +4,7 @@
 #
 #   dp-vs-perftest.sh --dp-bench BIN [--rounds N] [--sizes 64,1024,4096,65536]
 #                     [--bw-iters N] [--lat-iters N] [--config FILE] [--gross X] [--dev rxe0]
-#                     [--addr 10.0.0.1] [--ack-timeout 17]
+#                     [--addr 10.0.0.1] [--ack-timeout 17] [--idle spin|sleep]
 #
 # Each round runs perftest (ib_write_bw -R per size, ib_write_lat -R, ib_read_lat -R: server
 # and client in this guest over --addr) and then dp_bench (two ranks under mpirun), so that
@@ -23,6 +23,7 @@ set -euo pipefail
 # (CMA_IBOE_PACKET_LIFETIME), cm.c's cm_ack_timeout(ack_delay, 16) is 17 with rxe's ack delay
 # of 15, on both sides. dp_bench's QPs get the same (qp.timeout), printed per rank.
 ACK_TIMEOUT=17
+IDLE=spin  # dp_bench --idle: its waiting rank spins as perftest's does, or sleeps
 DP="" ROUNDS=4 SIZES=64,1024,4096,65536 BW_ITERS=5000 LAT_ITERS=1000 CONFIG="" GROSS=3 DEV=rxe0 ADDR=10.0.0.1
 while (($#)); do
   case "$1" in
@@ -36,6 +37,7 @@ while (($#)); do
     --dev) DEV=$2; shift 2 ;;
     --addr) ADDR=$2; shift 2 ;;
     --ack-timeout) ACK_TIMEOUT=$2; shift 2 ;;
+    --idle) IDLE=$2; shift 2 ;;
     *) echo "dp-vs-perftest: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -149,7 +151,7 @@ run_wireup() {
   # What it printed before a failure counts; the failure is reported (and fails the run).
   if ! timeout 600 mpirun --oversubscribe -np 2 --mca pml ob1 --mca btl self,vader "$DP" "${cfg[@]}" \
       --set log.level=warn --set qp.timeout="$ACK_TIMEOUT" --sizes "$SIZES" --bw-iters "$BW_ITERS" --lat-iters "$LAT_ITERS" --lat-size "$LAT_SIZE" \
-      --lat-inline "${LAT_INLINE:-220}" \
+      --lat-inline "${LAT_INLINE:-220}" --idle "$IDLE" \
       >"$f" 2>&1; then
     echo "dp-vs-perftest: FAILED: dp_bench (round $r): $(grep -m1 'dp_bench: rank .*FAILED' "$f" || tail -n 5 "$f")"
     fails=$((fails + 1))
