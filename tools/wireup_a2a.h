@@ -16,6 +16,8 @@
 //   wireup_a2a_sim.cc      N virtual ranks in one process on the sim fabric (internals:
 //   wireup_a2a_sim_setup.cc  wireup_a2a_sim.h; the sim is not part of the public API)
 //   wireup_a2a_check.cc    the QPN cross-check and the SEND both ways, per rank
+//   wireup_a2a_onesided.cc an RDMA WRITE and an RDMA READ each way, per rank (rdma path; the
+//                          sim reports it as not run)
 //   wireup_a2a_report.cc   what one rank contributes to the summary, and its wire format
 //   wireup_a2a_summary.cc  the job summary: human text and --json
 //   wireup_a2a_pattern.cc  --mode on-demand: who asks whom (--pattern), one rank's lane ledger
