@@ -16,6 +16,8 @@
 //   wireup_a2a_sim.cc      N virtual ranks in one process on the sim fabric (internals:
 //   wireup_a2a_sim_setup.cc  wireup_a2a_sim.h; the sim is not part of the public API)
 //   wireup_a2a_check.cc    the QPN cross-check and the SEND both ways, per rank
+//   wireup_a2a_onesided.cc an RDMA WRITE and an RDMA READ each way, per rank (rdma path; the
+//                          sim reports it as not run)
 //   wireup_a2a_report.cc   what one rank contributes to the summary, and its wire format
 //   wireup_a2a_summary.cc  the job summary: human text and --json
 //   wireup_a2a_pattern.cc  --mode on-demand: who asks whom (--pattern), one rank's lane ledger
@@ -113,6 +115,14 @@ struct CheckCounts {
   uint64_t pattern_dup = 0;   // on demand: a (peer, lane) connected more than once on a rank
   uint64_t pattern_extra = 0; // on demand: connected with a rank neither end asked for
   bool data_checked = false;
+  // The one-sided check (RDMA WRITE and READ both ways, wireup_a2a_onesided.cc), per rank:
+  uint64_t write_ok = 0;      // our WRITE into the peer completed successfully
+  uint64_t write_landed = 0;  // the peer's WRITE is in our buffer with its text
+  uint64_t read_ok = 0;       // our READ completed and brought the peer's text
+  uint64_t one_sided_bad = 0; // completion errors, wrong text, or missing by the deadline
+  bool one_sided_checked = false;
+  std::string one_sided_skipped;  // why it did not run on this path ("" if it ran)
+  std::map<uint32_t, uint64_t> one_sided_bad_by_peer;  // peer -> bad WRITEs/READs on its lanes
   std::vector<std::string> problems;  // the first few, for the summary
   void problem(std::string s);
 };
@@ -123,6 +133,7 @@ void cross_check(uint32_t me, uint32_t peer, uint32_t lane, QpnPair mine, QpnPai
 // One established connection as the SEND check sees it.
 struct DataLane {
   uint32_t peer = 0, lane = 0, local_qpn = 0;
+  bool active = false;  // this rank initiated the connection (unknown on the sim: false)
 };
 struct Completion {
   uint64_t wr_id = 0;
@@ -130,6 +141,13 @@ struct Completion {
   uint32_t byte_len = 0;
   uint32_t qp_num = 0;
 };
+// Where a peer may WRITE into or READ from: an address in its registered buffer and its rkey.
+struct RemoteSlot {
+  uint64_t addr = 0;
+  uint32_t rkey = 0;
+  uint32_t pad = 0;  // a fixed 16-byte form for the exchanges
+};
+static_assert(sizeof(RemoteSlot) == 16);
 // The verbs a DataCheck needs, on whatever owns the QPs: the transport's own (verbs) or the
 // sim provider's. Each returns "" or why it failed.
 class DataPath {
@@ -140,6 +158,14 @@ class DataPath {
   virtual Problem post_send(size_t lane_index, uint64_t wr_id, const char* addr, uint32_t len) = 0;
   // Up to n completions into wc; -1 on failure (error says why).
   virtual int poll(Completion* wc, int n, Problem& error) = 0;
+  // One-sided verbs into the peer's registered buffer (register_buffer registers with remote
+  // write and read access). A path without them says why in one_sided_missing(): the check
+  // is then reported as not run, never as passed.
+  virtual std::string status_text(int status) const { return "status " + std::to_string(status); }
+  virtual std::string one_sided_missing() const { return "this data path has no RDMA WRITE/READ"; }
+  virtual RemoteSlot remote_slot(const char* addr) const { return {reinterpret_cast<uint64_t>(addr), 0}; }
+  virtual Problem post_write(size_t, uint64_t, const char*, uint32_t, RemoteSlot) { return one_sided_missing(); }
+  virtual Problem post_read(size_t, uint64_t, char*, uint32_t, RemoteSlot) { return one_sided_missing(); }
 };
 
 // The SEND both ways for one rank: one receive per connection, then one SEND per connection
@@ -164,6 +190,36 @@ class DataCheck {
   std::vector<char> buf_;
   std::vector<uint8_t> got_recv_, got_send_;
   size_t recvs_ = 0, sends_ = 0;
+};
+
+// RDMA WRITE and READ both ways on every connection (wireup_a2a_onesided.cc), after the SEND
+// check: each rank WRITEs "W<rank>:<lane>" into the peer's slot and READs the peer's
+// "R<peer>:<lane>" back, on every lane; the exchange of slots is the driver's.
+class OneSidedCheck {
+ public:
+  OneSidedCheck(std::vector<DataLane> lanes, DataPath& path, uint32_t my_rank);
+  // Registers the buffer, writes the READ texts; "" or why not.
+  Problem prepare();
+  // Our slot for lane i, to send to that lane's peer.
+  RemoteSlot slot(size_t i) const;
+  // The peer's slot for lane i (an all-zero slot: the peer has no such connection).
+  void set_peer_slot(size_t i, RemoteSlot s) { peer_[i] = s; }
+  // One WRITE and one READ per lane, then polls until every completion came or `timeout_s`
+  // passed; counts and names what failed.
+  Problem run(double timeout_s, CheckCounts& c);
+  // After every rank's run() (a barrier): the peers' WRITEs in our buffer.
+  void check_landed(CheckCounts& c);
+  size_t size() const { return lanes_.size(); }
+
+ private:
+  std::string what(size_t i) const;
+  void bad(size_t i, CheckCounts& c, const std::string& why);
+  std::vector<DataLane> lanes_;
+  DataPath& path_;
+  uint32_t me_;
+  std::vector<char> buf_;
+  std::vector<RemoteSlot> peer_;
+  std::vector<uint8_t> done_write_, done_read_;
 };
 
 // ---- what one rank reports (wireup_a2a_report.cc) -----------------------------------------
@@ -233,6 +289,8 @@ struct Summary {
   // failed peer -> ranks reporting it -> lanes by kind, summed over the reporters
   std::map<uint32_t, std::pair<std::set<uint32_t>, std::map<std::string, uint64_t>>> failed_peers;
   CheckCounts check;               // summed over ranks
+  // (reporting rank, peer) -> bad one-sided operations that rank counted on its lanes to peer
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> one_sided_bad_pairs;
   double user_s = 0, sys_s = 0;    // summed over ranks
   double slowest_rank_s = 0;
   uint32_t slowest_rank = 0;

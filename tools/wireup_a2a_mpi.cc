@@ -154,6 +154,40 @@ Problem data_exchange(const Options& o, RdmaRank& rr, MPI_Comm live, uint32_t me
   return dc.wait(o.verify_timeout_s, c);
 }
 
+// RDMA WRITE and READ both ways: each live rank sends every peer its slot per lane
+// (MPI_Alltoall of 16-byte slots, zeros where the lane is not established), then posts, then
+// polls; after a barrier (every WRITE completed, so landed) it looks for the peers' WRITEs.
+Problem one_sided_exchange(const Options& o, RdmaRank& rr, MPI_Comm live, const std::vector<int>& world_of,
+                           uint32_t me, uint32_t lanes, const std::set<uint32_t>& dead, CheckCounts& c) {
+  VerbsDataPath path(rr, dead);
+  OneSidedCheck oc(path.lanes(), path, me);
+  const Problem prepared = oc.prepare();
+  int ok = prepared.empty() ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, live);
+  if (!prepared.empty()) return prepared;
+  if (!all) return {};  // another rank could not register: it reports why
+  const size_t ln = world_of.size();
+  std::vector<int> index_of_world(size_t(*std::max_element(world_of.begin(), world_of.end())) + 1, -1);
+  for (size_t j = 0; j < ln; ++j) index_of_world[size_t(world_of[j])] = int(j);
+  std::vector<RemoteSlot> out(ln * lanes), in(ln * lanes);
+  for (size_t i = 0; i < oc.size(); ++i) {
+    const DataLane& l = path.lanes()[i];
+    if (l.peer < index_of_world.size() && index_of_world[l.peer] >= 0 && l.lane < lanes)
+      out[size_t(index_of_world[l.peer]) * lanes + l.lane] = oc.slot(i);
+  }
+  MPI_Alltoall(out.data(), int(lanes * sizeof(RemoteSlot)), MPI_BYTE, in.data(), int(lanes * sizeof(RemoteSlot)),
+               MPI_BYTE, live);
+  for (size_t i = 0; i < oc.size(); ++i) {
+    const DataLane& l = path.lanes()[i];
+    if (l.peer < index_of_world.size() && index_of_world[l.peer] >= 0 && l.lane < lanes)
+      oc.set_peer_slot(i, in[size_t(index_of_world[l.peer]) * lanes + l.lane]);
+  }
+  const Problem ran = oc.run(o.verify_timeout_s, c);
+  MPI_Barrier(live);  // every rank's WRITEs have completed (or been given up on)
+  if (ran.empty()) oc.check_landed(c);
+  return ran;
+}
+
 // MPI_Allgather of fixed-size slots: a length byte, then the engine's address bytes.
 std::vector<wireup::PeerAddress> exchange_addresses(const wireup::Wireup& e, int nranks) {
   std::vector<uint8_t> mine(kAddrSlot, 0), all(kAddrSlot * size_t(nranks));
@@ -288,6 +322,9 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
     qpn_exchange(wu, live, world_of, uint32_t(wr), uint32_t(wn), lanes, rep.check);
     if (Problem d = data_exchange(o, *rr, live, uint32_t(wr), dead, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d), ++rep.check.errors;
+    MPI_Barrier(live);  // the SEND check is over everywhere before the one-sided one starts
+    if (Problem d = one_sided_exchange(o, *rr, live, world_of, uint32_t(wr), lanes, dead, rep.check); !d.empty())
+      rep.check.problem("rank " + std::to_string(wr) + ": one-sided check: " + d), ++rep.check.errors;
     MPI_Barrier(live);  // nobody tears down while a peer still polls
   }
   JobInfo job{uint32_t(wn), lanes, "rdma", "mpi", wall, o.verify, dead, o.into};

@@ -17,7 +17,9 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <map>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 #include "bootstrap/local_exit_watch.h"
@@ -246,6 +248,40 @@ Problem data_exchange(const Options& o, RdmaRank& rr, PmixSession& s, const std:
   return dc.wait(o.verify_timeout_s, c);
 }
 
+// RDMA WRITE and READ both ways: each live rank publishes its slot per (peer, lane) as
+// "peer lane addr rkey" lines, reads what every peer published for it, posts and polls; after
+// a fence (every WRITE completed, so landed) it looks for the peers' WRITEs.
+Problem one_sided_exchange(const Options& o, RdmaRank& rr, PmixSession& s, const std::vector<uint32_t>& live,
+                           const std::set<uint32_t>& dead, CheckCounts& c) {
+  VerbsDataPath path(rr, dead);
+  OneSidedCheck oc(path.lanes(), path, s.rank());
+  const Problem prepared = oc.prepare();
+  if (!all_ok(s, "one_sided", prepared, live)) return prepared;
+  std::string mine;
+  for (size_t i = 0; i < oc.size(); ++i) {
+    const RemoteSlot slot = oc.slot(i);
+    mine += std::to_string(path.lanes()[i].peer) + " " + std::to_string(path.lanes()[i].lane) + " " +
+            std::to_string(slot.addr) + " " + std::to_string(slot.rkey) + "\n";
+  }
+  auto all = exchange(s, "a2a.slots", mine, live);
+  if (!all) return "slot exchange: " + all.error();
+  std::map<std::pair<uint32_t, uint32_t>, RemoteSlot> theirs;  // (peer, lane) -> the peer's slot for us
+  for (uint32_t peer : live) {
+    std::istringstream in((*all)[peer]);
+    uint32_t to = 0, lane = 0;
+    RemoteSlot slot;
+    while (in >> to >> lane >> slot.addr >> slot.rkey)
+      if (to == s.rank()) theirs[{peer, lane}] = slot;
+  }
+  for (size_t i = 0; i < oc.size(); ++i)
+    if (auto it = theirs.find({path.lanes()[i].peer, path.lanes()[i].lane}); it != theirs.end())
+      oc.set_peer_slot(i, it->second);
+  const Problem ran = oc.run(o.verify_timeout_s, c);
+  if (Problem f = s.fence(false, live); !f.empty()) return f;  // every rank's WRITEs have completed
+  if (ran.empty()) oc.check_landed(c);
+  return ran;
+}
+
 // Every live rank's report to rank `live[0]`, which prints the summary and publishes the exit
 // status; returns it, the same on every live rank.
 int summarize_job(PmixSession& s, const RankReport& rep, const std::vector<uint32_t>& live, const JobInfo& job,
@@ -371,6 +407,10 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
     qpn_exchange(s, wu, live, lanes, rep.check);
     if (Problem d = data_exchange(o, *rr, s, live, dead, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d), ++rep.check.errors;
+    if (Problem f = s.fence(false, live); !f.empty())  // the SEND check is over everywhere
+      rep.check.problem(f), ++rep.check.errors;
+    if (Problem d = one_sided_exchange(o, *rr, s, live, dead, rep.check); !d.empty())
+      rep.check.problem("rank " + std::to_string(wr) + ": one-sided check: " + d), ++rep.check.errors;
     if (Problem f = s.fence(false, live); !f.empty())  // nobody tears down while a peer still polls
       rep.check.problem(f), ++rep.check.errors;
   }

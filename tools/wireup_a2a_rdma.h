@@ -54,7 +54,7 @@ class RdmaRank {
   std::optional<wireup::Wireup> w_;  // last: destroyed first, before the QPs it used
 };
 
-// The SEND check's verbs on a rank's established QPs, its PD and CQ; peers in `skip` (dead
+// The checks' verbs (SEND, RDMA WRITE and READ) on a rank's established QPs, its PD and CQ; peers in `skip` (dead
 // ranks) take no part.
 class VerbsDataPath : public DataPath {
  public:
@@ -67,8 +67,14 @@ class VerbsDataPath : public DataPath {
   Problem post_recv(size_t i, uint64_t wr_id, char* addr, uint32_t len) override;
   Problem post_send(size_t i, uint64_t wr_id, const char* addr, uint32_t len) override;
   int poll(Completion* wc, int n, Problem& error) override;
+  std::string status_text(int status) const override;
+  std::string one_sided_missing() const override { return {}; }
+  RemoteSlot remote_slot(const char* addr) const override;
+  Problem post_write(size_t i, uint64_t wr_id, const char* addr, uint32_t len, RemoteSlot to) override;
+  Problem post_read(size_t i, uint64_t wr_id, char* addr, uint32_t len, RemoteSlot from) override;
 
  private:
+  Problem post_one_sided(size_t i, uint64_t wr_id, ibv_wr_opcode op, char* addr, uint32_t len, RemoteSlot to);
   RdmaRank& rr_;
   std::vector<DataLane> lanes_;
   std::vector<ibv_qp*> qps_;

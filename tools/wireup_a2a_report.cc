@@ -44,6 +44,10 @@ std::string serialize(const RankReport& r) {
   o << "c " << c.qpn_ok << " " << c.qpn_bad << " " << c.half_open << " " << c.send_ok << " " << c.recv_ok << " "
     << c.data_bad << " " << c.errors << " " << (c.data_checked ? 1 : 0) << " " << c.pattern_dup << " "
     << c.pattern_extra << "\n";
+  o << "os " << c.write_ok << " " << c.write_landed << " " << c.read_ok << " " << c.one_sided_bad << " "
+    << (c.one_sided_checked ? 1 : 0) << "\n";
+  if (!c.one_sided_skipped.empty()) o << "oss " << c.one_sided_skipped << "\n";
+  for (auto& [peer, n] : c.one_sided_bad_by_peer) o << "osp " << peer << " " << n << "\n";
   o << "od " << r.lanes_asked << " " << r.crossed_won << " " << r.crossed_yielded << "\n";
   if (!r.ask_to_ready.empty()) {
     o << "a2r";
@@ -104,6 +108,17 @@ Expected<RankReport> deserialize(std::string_view text) {
       ok = bool(l >> c.qpn_ok >> c.qpn_bad >> c.half_open >> c.send_ok >> c.recv_ok >> c.data_bad >> c.errors >> checked >>
                 c.pattern_dup >> c.pattern_extra);
       c.data_checked = checked != 0;
+    } else if (tag == "os") {
+      CheckCounts& c = r.check;
+      int checked = 0;
+      ok = bool(l >> c.write_ok >> c.write_landed >> c.read_ok >> c.one_sided_bad >> checked);
+      c.one_sided_checked = checked != 0;
+    } else if (tag == "oss") {
+      r.check.one_sided_skipped = line.size() > 4 ? line.substr(4) : std::string("?");
+    } else if (tag == "osp") {
+      uint32_t peer = 0;
+      uint64_t n = 0;
+      ok = bool(l >> peer >> n) && (r.check.one_sided_bad_by_peer[peer] += n, true);
     } else if (tag == "od") {
       ok = bool(l >> r.lanes_asked >> r.crossed_won >> r.crossed_yielded);
     } else if (tag == "a2r") {

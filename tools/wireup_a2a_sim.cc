@@ -112,9 +112,16 @@ void data_check_all(std::vector<SimRank>& ranks, const std::set<uint32_t>& dead,
   for (uint32_t r = 0; r < ranks.size(); ++r) {
     if (dead.count(r)) continue;
     path[r] = std::make_unique<EngineDataPath>(ranks[r].re, dead);
+    out[r].one_sided_skipped = path[r]->one_sided_missing();
     dc[r] = std::make_unique<DataCheck>(path[r]->lanes(), *path[r], r);
     if (Problem p = dc[r]->post_recvs(); !p.empty()) out[r].problem(p), ++out[r].errors, dc[r].reset();
   }
+  for (uint32_t r = 0; r < ranks.size(); ++r)
+    if (path[r] && !path[r]->one_sided_missing().empty()) {
+      std::fprintf(stderr, "wireup_a2a: the one-sided check (RDMA WRITE and READ both ways) is NOT RUN: %s\n",
+                   path[r]->one_sided_missing().c_str());
+      break;
+    }
   for (uint32_t r = 0; r < ranks.size(); ++r)
     if (dc[r])
       if (Problem p = dc[r]->post_sends(); !p.empty()) out[r].problem(p), ++out[r].errors;

@@ -54,10 +54,13 @@ std::string join_ranks(const std::set<uint32_t>& s) {
 
 bool checks_failed(const Summary& s) {
   const CheckCounts& c = s.check;
-  if (c.qpn_bad || c.half_open || c.data_bad || c.errors || c.pattern_dup || c.pattern_extra) return true;
+  if (c.qpn_bad || c.half_open || c.data_bad || c.errors || c.pattern_dup || c.pattern_extra || c.one_sided_bad)
+    return true;
   if (!s.job.verified) return false;
-  return c.qpn_ok != s.connections ||
-         (c.data_checked && (c.send_ok != 2 * s.connections || c.recv_ok != 2 * s.connections));
+  const uint64_t both_ways = 2 * s.connections;
+  return c.qpn_ok != s.connections || (c.data_checked && (c.send_ok != both_ways || c.recv_ok != both_ways)) ||
+         (c.one_sided_checked &&
+          (c.write_ok != both_ways || c.write_landed != both_ways || c.read_ok != both_ways));
 }
 
 PhaseStats percentiles(std::vector<int64_t>& v) {
@@ -144,6 +147,13 @@ Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports) {
     s.check.data_checked = s.check.data_checked || c.data_checked;
     s.check.pattern_dup += c.pattern_dup;
     s.check.pattern_extra += c.pattern_extra;
+    s.check.write_ok += c.write_ok;
+    s.check.write_landed += c.write_landed;
+    s.check.read_ok += c.read_ok;
+    s.check.one_sided_bad += c.one_sided_bad;
+    s.check.one_sided_checked = s.check.one_sided_checked || c.one_sided_checked;
+    if (s.check.one_sided_skipped.empty()) s.check.one_sided_skipped = c.one_sided_skipped;
+    for (auto& [peer, n] : c.one_sided_bad_by_peer) s.one_sided_bad_pairs[{r.rank, peer}] += n;
     s.lanes_asked += r.lanes_asked, s.crossed_won += r.crossed_won, s.crossed_yielded += r.crossed_yielded;
     a2r.insert(a2r.end(), r.ask_to_ready.begin(), r.ask_to_ready.end());
     for (const std::string& p : c.problems) s.check.problem(p);
@@ -190,6 +200,23 @@ std::string human(const Summary& s) {
            " sent, " + std::to_string(s.check.recv_ok) + "/" + std::to_string(2 * s.connections) + " received";
     if (s.check.data_bad) o += ", " + std::to_string(s.check.data_bad) + " bad";
     o += checks_failed(s) ? "  FAILED\n" : "\n";
+    const std::string both = "/" + std::to_string(2 * s.connections);
+    if (s.check.one_sided_checked) {
+      o += "one-sided    RDMA WRITE both ways: " + std::to_string(s.check.write_ok) + both + " completed, " +
+           std::to_string(s.check.write_landed) + both + " landed; RDMA READ both ways: " +
+           std::to_string(s.check.read_ok) + both + " read back";
+      if (s.check.one_sided_bad) o += ", " + std::to_string(s.check.one_sided_bad) + " bad  FAILED";
+      o += "\n";
+      std::string pairs;
+      for (auto& [rp, n] : s.one_sided_bad_pairs)
+        pairs += (pairs.empty() ? "" : ", ") + std::to_string(rp.first) + "->" + std::to_string(rp.second) + " x" +
+                 std::to_string(n);
+      if (!pairs.empty()) o += "one-sided    bad WRITE/READ by rank->peer: " + pairs + "\n";
+    } else {
+      o += "one-sided    NOT RUN: " + (s.check.one_sided_skipped.empty() ? std::string("no rank ran it")
+                                                                          : s.check.one_sided_skipped) +
+           " (no RDMA WRITE or READ was checked)\n";
+    }
   } else {
     o += "checks       skipped (--no-verify)\n";
   }
@@ -245,6 +272,15 @@ std::string to_json(const Summary& s) {
        std::to_string(c.half_open) + ",\"send_ok\":" + std::to_string(c.send_ok) + ",\"recv_ok\":" +
        std::to_string(c.recv_ok) + ",\"data_bad\":" + std::to_string(c.data_bad) + ",\"errors\":" + std::to_string(c.errors) +
        ",\"pattern_dup\":" + std::to_string(c.pattern_dup) + ",\"pattern_extra\":" + std::to_string(c.pattern_extra) + "}";
+  // The one-sided check: "ran" false with "skipped" saying why on a path without WRITE/READ;
+  // bad_by_pair: "rank->peer" -> bad WRITEs/READs that rank counted on its lanes to the peer.
+  std::map<std::string, uint64_t> pairs;
+  for (auto& [rp, n] : s.one_sided_bad_pairs) pairs[std::to_string(rp.first) + "->" + std::to_string(rp.second)] = n;
+  o += ",\"one_sided\":{\"ran\":" + std::string(s.job.verified && c.one_sided_checked ? "true" : "false");
+  if (!c.one_sided_checked) o += ",\"skipped\":" + quote(c.one_sided_skipped.empty() ? "not run" : c.one_sided_skipped);
+  o += ",\"write_ok\":" + std::to_string(c.write_ok) + ",\"write_landed\":" + std::to_string(c.write_landed) +
+       ",\"read_ok\":" + std::to_string(c.read_ok) + ",\"bad\":" + std::to_string(c.one_sided_bad) +
+       ",\"bad_by_pair\":" + json_counts(pairs) + "}";
   o += on_demand_json(s);
   o += ",\"phases_us\":{";
   bool first = true;

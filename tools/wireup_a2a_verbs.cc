@@ -68,7 +68,7 @@ std::string errno_text(const char* call, int err) { return std::string(call) + "
 VerbsDataPath::VerbsDataPath(RdmaRank& rr, const std::set<uint32_t>& skip) : rr_(rr) {
   for (const wireup_result_t& r : rr.wireup().results())
     if (r.qp != nullptr && !skip.count(r.peer)) {
-      lanes_.push_back(DataLane{r.peer, r.lane, r.local_qpn});
+      lanes_.push_back(DataLane{r.peer, r.lane, r.local_qpn, r.active != 0});
       qps_.push_back(r.qp);
     }
 }
@@ -77,9 +77,39 @@ VerbsDataPath::~VerbsDataPath() {
   if (mr_ != nullptr) (void)ibv_dereg_mr(mr_);
 }
 
+// Remote write and read too: the one-sided check's peers WRITE into and READ from it.
 Problem VerbsDataPath::register_buffer(char* buf, size_t len) {
-  mr_ = ibv_reg_mr(rr_.pd(), buf, len, IBV_ACCESS_LOCAL_WRITE);
+  mr_ = ibv_reg_mr(rr_.pd(), buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
   return mr_ != nullptr ? Problem{} : errno_text("ibv_reg_mr", errno);
+}
+
+std::string VerbsDataPath::status_text(int status) const {
+  return ibv_wc_status_str(static_cast<ibv_wc_status>(status));
+}
+
+RemoteSlot VerbsDataPath::remote_slot(const char* addr) const {
+  return RemoteSlot{reinterpret_cast<uint64_t>(addr), mr_ != nullptr ? mr_->rkey : 0, 0};
+}
+
+Problem VerbsDataPath::post_one_sided(size_t i, uint64_t wr_id, ibv_wr_opcode op, char* addr, uint32_t len,
+                                      RemoteSlot to) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(addr), len, mr_->lkey};
+  ibv_send_wr wr{}, *bad = nullptr;
+  wr.wr_id = wr_id, wr.sg_list = &sge, wr.num_sge = 1, wr.opcode = op, wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = to.addr;
+  wr.wr.rdma.rkey = to.rkey;
+  const int rc = ibv_post_send(qps_[i], &wr, &bad);
+  return rc == 0 ? Problem{}
+                 : errno_text(op == IBV_WR_RDMA_WRITE ? "ibv_post_send(RDMA WRITE)" : "ibv_post_send(RDMA READ)", rc) +
+                       " (rank " + std::to_string(lanes_[i].peer) + ")";
+}
+
+Problem VerbsDataPath::post_write(size_t i, uint64_t wr_id, const char* addr, uint32_t len, RemoteSlot to) {
+  return post_one_sided(i, wr_id, IBV_WR_RDMA_WRITE, const_cast<char*>(addr), len, to);  // the HCA only reads it
+}
+
+Problem VerbsDataPath::post_read(size_t i, uint64_t wr_id, char* addr, uint32_t len, RemoteSlot from) {
+  return post_one_sided(i, wr_id, IBV_WR_RDMA_READ, addr, len, from);
 }
 
 Problem VerbsDataPath::post_recv(size_t i, uint64_t wr_id, char* addr, uint32_t len) {

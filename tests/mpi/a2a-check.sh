@@ -13,7 +13,8 @@
 # crossed on the wire).
 #
 # Scenarios (the "odd" rank is the last one, N-1):
-#   all   every planned connection is established, its QPNs cross-check and a SEND goes both ways
+#   all   every planned connection is established, its QPNs cross-check, a SEND goes both ways,
+#         and an RDMA WRITE and an RDMA READ go each way (data verified)
 #   ece   the odd rank reads ece-required.toml (ECE required, an option bit nobody has): every one
 #         of its connections is refused (reason 35 / ece_rejected), every other one stands
 #   kill  the odd rank _exit()s mid-wireup: every survivor reports it for each lane it did not
@@ -123,6 +124,12 @@ expect '.check.ran and .check.qpn_bad == 0 and .check.half_open == 0 and .check.
 expect '.verified' "every established connection between live ranks passed the QPN cross-check and the SEND both ways"
 expect '.check.qpn_ok == .connections and .check.send_ok == 2 * .connections and .check.recv_ok == 2 * .connections' \
   "checks cover every connection, both ways"
+# RDMA WRITE and READ both ways on every connection: each side's QP must take the peer's
+# one-sided requests (remote write/read access on both the initiating and the accepting QP).
+jq -r '"a2a-check: one-sided: RDMA WRITE \(.one_sided.write_ok)/\(2 * .connections) completed, \(.one_sided.write_landed) landed; RDMA READ \(.one_sided.read_ok)/\(2 * .connections); bad \(.one_sided.bad) \(.one_sided.bad_by_pair)"' "$OUT"
+expect '.one_sided.ran' "the one-sided check ran (RDMA WRITE and READ both ways)"
+expect '.one_sided.bad == 0 and .one_sided.write_ok == 2 * .connections and .one_sided.write_landed == 2 * .connections and .one_sided.read_ok == 2 * .connections' \
+  "an RDMA WRITE and an RDMA READ each way on every connection, data verified"
 case "$SCENARIO" in
   all)
     [ "$rc" = 0 ] || { echo "a2a-check: FAILED: exit status $rc, expected 0"; fails=$((fails + 1)); }
