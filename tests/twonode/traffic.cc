@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -168,7 +169,8 @@ int main(int argc, char** argv) {
       if (res.size() != 1) return 1;
       const wireup_result_t& r = res[0];
 
-      Buffer* b = new Buffer{};
+      auto buffer = std::make_unique<Buffer>();
+      Buffer* b = buffer.get();
       ibv_mr* mr = ibv_reg_mr(pd, b, sizeof *b,
                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
       if (mr == nullptr) return std::printf("[twonode] FAILED: traffic: ibv_reg_mr: %s\n", std::strerror(errno)), 1;
@@ -231,7 +233,6 @@ int main(int argc, char** argv) {
       }
       if (wmr) ibv_dereg_mr(wmr);
       ibv_dereg_mr(mr);
-      delete b;
     }  // wireup_destroy: the DREQ/DREP go out here, before the QPs are destroyed
     for (ibv_qp* qp : qps) ibv_destroy_qp(qp);
     ibv_destroy_cq(cq);
