@@ -134,6 +134,9 @@ int main(int argc, char** argv) {
   const uint32_t other = 3 - node;
   auto file = [&](const char* what, uint32_t n) { return fs::path(dir) / (round + "." + what + "." + std::to_string(n)); };
   Checks c;
+  const auto t_start = Clock::now();
+  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  Clock::time_point t_wired, t_moved;
   try {
     wireup::Context ctx(cp);
     ibv_pd* pd = ibv_alloc_pd(ctx.ibv_context());
@@ -164,6 +167,7 @@ int main(int argc, char** argv) {
         pollfd p{w.fd(), POLLIN, 0};
         ::poll(&p, 1, 100);
       }
+      t_wired = Clock::now();
       const auto res = w.results();
       c.expect(w.done() && res.size() == 1, "one connection expected, " + std::to_string(res.size()) + " made");
       if (res.size() != 1) return 1;
@@ -221,6 +225,7 @@ int main(int argc, char** argv) {
       publish(file("done", node), "1");
       c.expect(!await(file("done", other)).empty(), "node " + std::to_string(other) + " finished");
       c.expect(same(b->landing, write_seed(other)), "node " + std::to_string(other) + "'s WRITE landed");
+      t_moved = Clock::now();
       {  // what the QP was given: the traffic class its packets carry, the remote access
         ibv_qp_attr qa{};
         ibv_qp_init_attr qi{};
@@ -234,6 +239,10 @@ int main(int argc, char** argv) {
       if (wmr) ibv_dereg_mr(wmr);
       ibv_dereg_mr(mr);
     }  // wireup_destroy: the DREQ/DREP go out here, before the QPs are destroyed
+    const auto t_down = Clock::now();
+    std::printf("[twonode] traffic %s node %u: %.0f ms to connect (context, exchange, wireup), %.0f ms for the "
+                "traffic, %.0f ms to tear down\n",
+                round.c_str(), node, ms(t_start, t_wired), ms(t_wired, t_moved), ms(t_moved, t_down));
     for (ibv_qp* qp : qps) ibv_destroy_qp(qp);
     ibv_destroy_cq(cq);
     ibv_dealloc_pd(pd);
