@@ -308,6 +308,12 @@ typedef struct wireup_result {
    * (the passive side does not resolve and does not wait for a REP). */
   uint64_t resolve_addr_ns, resolve_route_ns, qp_create_ns, req_to_rep_ns, rtr_rts_ns, establish_ns;
   uint64_t attempt_ns;        /* start of the successful attempt -> established */
+  /* What the QP was given on its way to RTS (from the CM's attributes and the configuration):
+   * IBV_ACCESS_* flags, enum ibv_mtu, READ/atomic depths as initiator (max_rd_atomic) and as
+   * target (max_dest_rd_atomic), the local ACK timeout exponent and the retry counts. */
+  uint32_t qp_access_flags;
+  uint8_t qp_path_mtu, qp_max_rd_atomic, qp_max_dest_rd_atomic, qp_timeout;
+  uint8_t qp_retry_cnt, qp_rnr_retry, qp_min_rnr_timer;
 } wireup_result_t;
 
 /* Number of connections handed over so far (grows during progress, never shrinks: a result

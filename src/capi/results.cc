@@ -91,6 +91,14 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     x.ece_accepted = link.ece.accepted;
     x.ece_outcome = ece::to_string(link.ece.outcome);
     x.device = w->device_names.insert(std::string(link.device)).first->c_str();
+    x.qp_access_flags = link.qp.access_flags;
+    x.qp_path_mtu = link.qp.path_mtu;
+    x.qp_max_rd_atomic = link.qp.max_rd_atomic;
+    x.qp_max_dest_rd_atomic = link.qp.max_dest_rd_atomic;
+    x.qp_timeout = link.qp.timeout;
+    x.qp_retry_cnt = link.qp.retry_cnt;
+    x.qp_rnr_retry = link.qp.rnr_retry;
+    x.qp_min_rnr_timer = link.qp.min_rnr_timer;
     // The same phase boundaries as the stats (one function cuts both), so they add up.
     const auto d = phase_spans(r.timings.get(), r.role, cm::kUnset);
     x.resolve_addr_ns = ns(d, Phase::resolve_addr);

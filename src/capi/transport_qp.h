@@ -32,10 +32,9 @@ class TransportQp final : public prov::Qp {
   Result<prov::QpAttr> query(uint32_t mask) override { return v_.qp->query(mask); }
   Result<prov::Ece> query_ece() override { return v_.qp->query_ece(); }
   Result<prov::Ece> set_ece(const prov::Ece& ece) override { return v_.qp->set_ece(ece); }
-  Status post_send(uint64_t wr_id, const prov::Sge& sge, bool signaled) override {
-    return v_.qp->post_send(wr_id, sge, signaled);
-  }
+  Status post(const prov::SendWr& wr) override { return v_.qp->post(wr); }
   Status post_recv(uint64_t wr_id, const prov::Sge& sge) override { return v_.qp->post_recv(wr_id, sge); }
+  bool has_srq() const override { return v_.qp->has_srq(); }
   prov::Device& device() const override { return v_.qp->device(); }
   void* native() const override { return handle_; }
 

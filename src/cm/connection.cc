@@ -92,6 +92,7 @@ std::unique_ptr<Connection> Connection::from_request(prov::Provider& p, prov::Cm
   c->id_ = std::move(req.new_id);
   c->id_->set_route(prov::Route(c.get()));
   c->ans_.remote_qpn = req.qp_num;
+  c->ans_.req_depths = Depths{req.initiator_depth, req.responder_resources};
   c->t_.request = c->t_.start;
   return c;
 }
@@ -129,7 +130,21 @@ Status Connection::make_qp(const qp::QpFactory& factory) {
   if (!*q) return Error::make(ErrorCode::invalid_argument, "QpFactory", "the factory returned no QP");
   qp_ = std::move(q).value();
   t_.qp_created = now();
-  return qp::to_init(*qp_, *id_, profile_.qp);
+  return qp::to_init(*qp_, *id_, profile_.qp, &ans_.given);
+}
+
+Result<prov::ConnParam> Connection::conn_param() const {
+  const qp::QpOverrides& o = profile_.qp.get();
+  auto local = local_depths(o.max_rd_atomic, o.max_dest_rd_atomic, qp_->device().info());
+  if (!local) return Error(local.error()).with_qpn(qp_->qpn());
+  const Depths d = given_.role == Role::active ? *local : answer_depths(*local, ans_.req_depths);
+  prov::ConnParam p = profile_.param;
+  p.qp_num = qp_->qpn();
+  p.srq = qp_->has_srq() ? 1 : 0;  // the REQ's/REP's SRQ bit says what the QP is
+  p.initiator_depth = d.initiator_depth;
+  p.responder_resources = d.responder_resources;
+  p.private_data.assign(given_.private_data.bytes().begin(), given_.private_data.bytes().end());
+  return p;
 }
 
 Status Connection::connect(const qp::QpFactory& factory) {
@@ -141,10 +156,9 @@ Status Connection::connect(const qp::QpFactory& factory) {
     auto offered = ece::prepare_active(profile_.ece, *qp_, *id_, ans_.ece);
     if (!offered) return offered.error();
     ans_.offered = *offered;
-    prov::ConnParam p = profile_.param;
-    p.qp_num = qp_->qpn();
-    p.private_data.assign(given_.private_data.bytes().begin(), given_.private_data.bytes().end());
-    return id_->connect(p);
+    auto p = conn_param();
+    if (!p) return p.error();
+    return id_->connect(*p);
   }();
   if (!s) {
     fail(FailKind::local_error, s.error());
@@ -178,6 +192,9 @@ Status Connection::accept(const qp::QpFactory& factory) {
                        std::string("in state ") + to_string(state_));
   bool refused = false;
   Status s = [&]() -> Status {
+    // The active side set its ACK timeout on its own id; this side's QP takes its value from
+    // this id (rdma_init_qp_attr for RTS), so it is set here too, before the QP reaches RTS.
+    if (profile_.ack_timeout) WIREUP_TRY(id_->set_ack_timeout(*profile_.ack_timeout));
     WIREUP_TRY(make_qp(factory));
     auto d = ece::answer_request(profile_.ece, *qp_, *id_, ans_.ece);
     if (!d) return d.error();
@@ -190,14 +207,14 @@ Status Connection::accept(const qp::QpFactory& factory) {
     // or COMM_EST through notify_comm_est()). A QP in RTR that receives a request packet
     // before the RTU raises COMM_EST (IBA 11.6.3); one already in RTS raises nothing, and
     // the CM would go on waiting for an RTU that may be lost.
-    WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp));
+    auto p = conn_param();
+    if (!p) return p.error();
+    ans_.answered = qp::DepthCap{p->initiator_depth, p->responder_resources};
+    WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp, &ans_.given, &ans_.answered));
     // The phase stamp keeps its meaning (the QP ready, the REP about to go): what follows,
     // up to ESTABLISHED, is the wait for the RTU (stats.h, Phase::establish).
     t_.rts = now();
-    prov::ConnParam p = profile_.param;
-    p.qp_num = qp_->qpn();
-    p.private_data.assign(given_.private_data.bytes().begin(), given_.private_data.bytes().end());
-    return id_->accept(p);
+    return id_->accept(*p);
   }();
   if (!s) {
     // Tell the peer now rather than letting it time out, with a reason it retries on.
@@ -229,6 +246,13 @@ void Connection::on_response(const prov::CmEvent& ev) {
   }
   bool refused = false;
   Status s = [&]() -> Status {
+    // INIT again, now that the CM knows the connection: the first INIT was done before
+    // rdma_connect, when the kernel had no IB CM id and answered access flags 0 (cma.c,
+    // cma_ib_init_qp_attr), which leaves this QP refusing every RDMA WRITE, READ and atomic
+    // aimed at it. ib_cm_init_qp_attr answers REMOTE_WRITE, and REMOTE_READ | REMOTE_ATOMIC
+    // when the REP's initiator depth is not 0. librdmacm does the same for the QPs it owns
+    // (cma.c, ucma_modify_qp_rtr).
+    WIREUP_TRY(qp::to_init(*qp_, *id_, profile_.qp, &ans_.given));
     auto d = ece::apply_reply(profile_.ece, ans_.offered, *qp_, *id_, ans_.ece);
     if (!d) return d.error();
     if (d->reject) {
@@ -236,8 +260,8 @@ void Connection::on_response(const prov::CmEvent& ev) {
       WIREUP_TRY(id_->reject_ece({}));
       return Error::make(ErrorCode::rejected, "rdma_reject_ece", d->why);
     }
-    WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp));
-    WIREUP_TRY(qp::to_rts(*qp_, *id_, profile_.qp));
+    WIREUP_TRY(qp::to_rtr(*qp_, *id_, profile_.qp, &ans_.given));
+    WIREUP_TRY(qp::to_rts(*qp_, *id_, profile_.qp, &ans_.given));
     t_.rts = now();
     return id_->establish();
   }();
@@ -280,7 +304,8 @@ void Connection::on_event(const prov::CmEvent& ev) {
       return on_response(ev);
     case CmEventType::established:
       if (state_ != State::accepting) break;
-      if (Status s = qp::to_rts(*qp_, *id_, profile_.qp); !s) return fail(FailKind::local_error, s.error());
+      if (Status s = qp::to_rts(*qp_, *id_, profile_.qp, &ans_.given, &ans_.answered); !s)
+        return fail(FailKind::local_error, s.error());
       t_.established = now();
       state_ = State::established;
       return;

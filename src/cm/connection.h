@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "cm/depth.h"
 #include "ece/policy.h"
 #include "provider/provider.h"
 #include "qp/factory.h"
@@ -190,6 +191,8 @@ class Connection final : public prov::CmEventSink {
   const Timings& timings() const { return t_; }
   const ece::Report& ece() const { return ans_.ece; }
   uint32_t remote_qpn() const { return ans_.remote_qpn; }
+  // What the QP was given on its way to RTS (complete once established).
+  const qp::QpGiven& qp_given() const { return ans_.given; }
   prov::Qp* qp() const { return qp_.get(); }
   prov::CmId* id() const { return id_.get(); }
   // Hands the QP to the transport (the connection keeps the CM id).
@@ -208,6 +211,9 @@ class Connection final : public prov::CmEventSink {
   // A REJ with the observer's reject_data (empty without an observer).
   void send_reject();
   Status make_qp(const qp::QpFactory& factory);
+  // The rdma_conn_param of this side's REQ (active) or REP (passive): the profile's, with the
+  // QP number, the private data and the READ/atomic depths (cm/depth.h) filled in.
+  Result<prov::ConnParam> conn_param() const;
   void on_response(const prov::CmEvent& ev);
   Nanos now() const { return provider_.clock().now(); }
 
@@ -234,6 +240,9 @@ class Connection final : public prov::CmEventSink {
     ece::Report ece;
     uint32_t remote_qpn = 0;
     bool qpless = false;  // a notice: connected without a QP (notify())
+    Depths req_depths;    // passive: the REQ's READ/atomic depths, in this side's view
+    qp::DepthCap answered;  // passive: the depths its REP carries, which cap its QP's
+    qp::QpGiven given;
   };
   Answered ans_;
   // Only a failed connection has one: kept out of line so that the common case stays small.

@@ -73,9 +73,6 @@ const Param kParams[] = {
              "the REQ's. -1 = leave unset: the port's default_roce_tos (rdma_cm configfs), 0 unless "
              "an administrator changed it.",
      .min = -1, .max = 255, .store = WIREUP_STORE(cm, tos)},
-    {.section = "cm", .key = "ack_timeout", .type = T::integer, .default_toml = "-1",
-     .help = "RDMA_OPTION_ID_ACK_TIMEOUT: local ACK timeout = 4.096 us * 2^v; -1 = leave unset.",
-     .min = -1, .max = 31, .store = WIREUP_STORE(cm, ack_timeout)},
     {.section = "cm", .key = "reuseaddr", .type = T::boolean, .default_toml = "false",
      .help = "RDMA_OPTION_ID_REUSEADDR on the listening id, to rebind a fixed port at once.",
      .store = WIREUP_STORE(cm, reuseaddr)},
@@ -97,8 +94,11 @@ const Param kParams[] = {
     {.section = "qp", .key = "path_mtu", .type = T::enumeration, .default_toml = "\"auto\"",
      .help = "Path MTU in bytes; auto = the port's active MTU as rdma_init_qp_attr reports it.",
      .choices = kPathMtu, .store = WIREUP_STORE(qp, path_mtu)},
-    {.section = "qp", .key = "timeout", .type = T::integer, .default_toml = "14",
-     .help = "Local ACK timeout exponent: 4.096 us * 2^v (14 = 67.1 ms).",
+    {.section = "qp", .key = "timeout", .type = T::integer, .default_toml = "18",
+     .help = "Local ACK timeout exponent, 4.096 us * 2^v (18 = 1.07 s; UCX uses 1 s, NCCL 20 = "
+             "4.3 s): a QP that goes unacknowledged retry_cnt + 1 times that long goes to error. "
+             "Set on both ends' CM ids (RDMA_OPTION_ID_ACK_TIMEOUT), so that rdma_init_qp_attr "
+             "answers it for RTS.",
      .min = 0, .max = 31, .store = WIREUP_STORE(qp, timeout)},
     {.section = "qp", .key = "retry_cnt", .type = T::integer, .default_toml = "7",
      .help = "Transport retries after an ACK timeout before the QP goes to error.",
@@ -109,12 +109,15 @@ const Param kParams[] = {
     {.section = "qp", .key = "min_rnr_timer", .type = T::integer, .default_toml = "12",
      .help = "RNR NAK timer code advertised to the peer (12 = 0.64 ms).",
      .min = 0, .max = 31, .store = WIREUP_STORE(qp, min_rnr_timer)},
-    {.section = "qp", .key = "max_rd_atomic", .type = T::integer, .default_toml = "1",
-     .help = "Outstanding RDMA reads/atomics this QP initiates.",
-     .min = 0, .max = 16, .store = WIREUP_STORE(qp, max_rd_atomic)},
-    {.section = "qp", .key = "max_dest_rd_atomic", .type = T::integer, .default_toml = "1",
-     .help = "Outstanding RDMA reads/atomics this QP accepts as a target.",
-     .min = 0, .max = 16, .store = WIREUP_STORE(qp, max_dest_rd_atomic)},
+    {.section = "qp", .key = "max_rd_atomic", .type = T::integer, .default_toml = "-1",
+     .help = "RDMA reads/atomics a QP may have outstanding as initiator (the CM's initiator "
+             "depth); -1 = the device's max_qp_init_rd_atom. The accepting side answers with "
+             "at most what the requesting side accepts; above the device's bound is an error.",
+     .min = -1, .max = 255, .store = WIREUP_STORE(qp, max_rd_atomic)},
+    {.section = "qp", .key = "max_dest_rd_atomic", .type = T::integer, .default_toml = "-1",
+     .help = "RDMA reads/atomics a QP accepts outstanding as target (the CM's responder "
+             "resources); -1 = the device's max_qp_rd_atom. Negotiated as max_rd_atomic.",
+     .min = -1, .max = 255, .store = WIREUP_STORE(qp, max_dest_rd_atomic)},
     {.section = "qp", .key = "max_send_wr", .type = T::integer, .default_toml = "128",
      .help = "Send queue depth requested at QP creation.",
      .min = 1, .max = 65536, .store = WIREUP_STORE(qp, max_send_wr)},

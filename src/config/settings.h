@@ -38,7 +38,6 @@ struct CmSettings {
   milliseconds resolve_addr_timeout{2000};
   milliseconds resolve_route_timeout{2000};
   int tos = -1;          // -1: leave rdma_set_option(RDMA_OPTION_ID_TOS) alone
-  int ack_timeout = -1;  // -1: unset; else local ACK timeout 4.096 us * 2^v
   bool reuseaddr = false;
   IncastControl incast = IncastControl::paced;
   int incast_burst = 512;  // first REQs a listener takes at once (capped at backlog / 2)
@@ -58,12 +57,12 @@ enum class PathMtu : uint16_t {
 
 struct QpSettings {
   PathMtu path_mtu = PathMtu::automatic;
-  int timeout = 14;  // 4.096 us * 2^14 = 67.1 ms local ACK timeout
+  int timeout = 18;  // 4.096 us * 2^18 = 1.07 s local ACK timeout, given to the CM
   int retry_cnt = 7;
   int rnr_retry = 7;  // 7 = retry forever
   int min_rnr_timer = 12;
-  int max_rd_atomic = 1;
-  int max_dest_rd_atomic = 1;
+  int max_rd_atomic = -1;       // -1: the device's max_qp_init_rd_atom
+  int max_dest_rd_atomic = -1;  // -1: the device's max_qp_rd_atom
   int max_send_wr = 128;
   int max_recv_wr = 128;
   int max_send_sge = 1;

@@ -39,6 +39,7 @@ class Pd;
 class Cq;
 class Qp;
 class Mr;
+class Srq;
 class EventChannel;
 
 // Provider-private ack token of one retrieved event (rdma_ack_cm_event for rdma).
@@ -207,8 +208,23 @@ class Qp {
   // ibv_set_ece: the argument is IN/OUT, and the provider's answer (the options it accepted,
   // which may be fewer than asked for) is what counts: it is returned.
   virtual Result<Ece> set_ece(const Ece& ece) = 0;
-  virtual Status post_send(uint64_t wr_id, const Sge& sge, bool signaled) = 0;
+  // ibv_post_send of one work request. Errors of the post itself (a QP not ready to send, a
+  // full send queue, bad arguments) are returned; what happens on the wire comes as a
+  // completion.
+  virtual Status post(const SendWr& wr) = 0;
+  // The SEND shorthand.
+  Status post_send(uint64_t wr_id, const Sge& sge, bool signaled) {
+    SendWr wr;
+    wr.wr_id = wr_id;
+    wr.sge = sge;
+    wr.signaled = signaled;
+    return post(wr);
+  }
+  // ibv_post_recv; an SRQ-attached QP has no receive queue of its own (EINVAL, as verbs).
   virtual Status post_recv(uint64_t wr_id, const Sge& sge) = 0;
+  // Whether the QP was created with an SRQ: its receives come from there (and the REQ/REP
+  // that connects it says so in its SRQ bit).
+  virtual bool has_srq() const = 0;
   virtual Device& device() const = 0;
   virtual void* native() const = 0;  // ibv_qp* on rdma
 
@@ -230,6 +246,16 @@ struct QpInitAttr {
   Cq* recv_cq = nullptr;
   QpCaps caps;
   bool sq_sig_all = false;
+  Srq* srq = nullptr;  // receives come from this SRQ (same PD); caps.max_recv_wr is ignored
+};
+
+// A shared receive queue (ibv_srq): receives posted here serve every QP attached to it.
+// It must outlive those QPs (ibv_destroy_srq refuses with EBUSY while one is attached).
+class Srq {
+ public:
+  virtual ~Srq() = default;
+  virtual Status post_recv(uint64_t wr_id, const Sge& sge) = 0;  // ibv_post_srq_recv
+  virtual void* native() const = 0;  // ibv_srq* on rdma
 };
 
 class Pd {
@@ -237,6 +263,7 @@ class Pd {
   virtual ~Pd() = default;
   virtual Result<std::unique_ptr<Qp>> create_qp(const QpInitAttr& attr) = 0;
   virtual Result<std::unique_ptr<Mr>> reg_mr(void* addr, size_t len, uint32_t access_flags) = 0;
+  virtual Result<std::unique_ptr<Srq>> create_srq(const SrqInitAttr& attr) = 0;
   virtual Device& device() const = 0;
   virtual void* native() const = 0;  // ibv_pd* on rdma
 };

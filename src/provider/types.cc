@@ -200,6 +200,13 @@ const char* to_string(PortState s) {
   return i < std::size(names) ? names[i] : "UNKNOWN";
 }
 
+const char* to_string(WrOpcode op) {
+  static const char* names[] = {"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM",
+                                "RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD"};
+  auto i = static_cast<size_t>(op);
+  return i < std::size(names) ? names[i] : "UNKNOWN";
+}
+
 namespace qp_mask {
 std::string names(uint32_t mask) {
   static const char* bits[] = {"STATE", "CUR_STATE", "EN_SQD_ASYNC_NOTIFY", "ACCESS_FLAGS",

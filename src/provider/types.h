@@ -176,6 +176,7 @@ inline constexpr uint32_t local_write = 1;
 inline constexpr uint32_t remote_write = 2;
 inline constexpr uint32_t remote_read = 4;
 inline constexpr uint32_t remote_atomic = 8;
+inline constexpr uint32_t remote_all = remote_write | remote_read | remote_atomic;
 }  // namespace access
 
 struct Gid {
@@ -235,22 +236,78 @@ struct QpCaps {
 
 enum class QpType : uint8_t { rc, uc, ud };
 
-// Work completion, the fields a connection check needs.
+// Work completion, the fields a transport reads (ibv_wc).
 struct WorkCompletion {
   uint64_t wr_id = 0;
-  int status = 0;       // enum ibv_wc_status, 0 = success
-  int opcode = 0;       // enum ibv_wc_opcode: 0 = SEND, 128 = RECV
+  int status = 0;       // enum ibv_wc_status, 0 = success (wc_status)
+  int opcode = 0;       // enum ibv_wc_opcode (wc_opcode_*)
   uint32_t byte_len = 0;
   uint32_t qp_num = 0;
   uint32_t src_qp = 0;
+  uint32_t imm_data = 0;  // valid with wc_flag_with_imm; carried unchanged (network order)
+  uint32_t wc_flags = 0;  // enum ibv_wc_flags
 };
+// enum ibv_wc_opcode: what a completion was for (checked by the rdma provider).
 inline constexpr int wc_opcode_send = 0;
+inline constexpr int wc_opcode_rdma_write = 1;
+inline constexpr int wc_opcode_rdma_read = 2;
+inline constexpr int wc_opcode_comp_swap = 3;
+inline constexpr int wc_opcode_fetch_add = 4;
 inline constexpr int wc_opcode_recv = 128;
+inline constexpr int wc_opcode_recv_rdma_with_imm = 129;
+inline constexpr uint32_t wc_flag_with_imm = 1 << 1;  // IBV_WC_WITH_IMM
+
+// enum ibv_wc_status, the values the library and its tests look at.
+namespace wc_status {
+inline constexpr int success = 0;
+inline constexpr int loc_len_err = 1;
+inline constexpr int loc_qp_op_err = 2;
+inline constexpr int loc_prot_err = 4;
+inline constexpr int wr_flush_err = 5;
+inline constexpr int rem_inv_req_err = 9;
+inline constexpr int rem_access_err = 10;
+inline constexpr int retry_exc_err = 12;
+}  // namespace wc_status
 
 struct Sge {
   uint64_t addr = 0;
   uint32_t length = 0;
   uint32_t lkey = 0;
+};
+
+// enum ibv_wr_opcode, same values.
+enum class WrOpcode : uint8_t {
+  rdma_write,
+  rdma_write_with_imm,
+  send,
+  send_with_imm,
+  rdma_read,
+  atomic_cmp_and_swp,
+  atomic_fetch_and_add,
+};
+const char* to_string(WrOpcode op);
+
+// One send work request (ibv_send_wr with one SGE; length 0 posts no SGE at all).
+// RDMA: remote_addr/rkey name the peer's memory. Atomics: 8 bytes at an 8-aligned
+// remote_addr, the original value lands in the SGE; compare_add is the compare value of CAS
+// or the addend of fetch-and-add, swap the value CAS writes.
+struct SendWr {
+  uint64_t wr_id = 0;
+  WrOpcode opcode = WrOpcode::send;
+  Sge sge;
+  bool signaled = true;
+  uint32_t imm_data = 0;  // *_WITH_IMM: carried unchanged (network order, as in ibv_send_wr)
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+};
+
+// ibv_srq_init_attr's attr.
+struct SrqInitAttr {
+  uint32_t max_wr = 128;
+  uint32_t max_sge = 1;
+  uint32_t srq_limit = 0;
 };
 
 enum class PortState : uint8_t { nop, down, init, armed, active, active_defer, unknown };
@@ -273,6 +330,10 @@ struct DeviceInfo {
   std::string pci_bus_id;      // "0000:81:00.0", empty for software devices
   std::string netdev;          // RoCE: the Ethernet interface underneath
   uint32_t max_qp = 0;
+  // READ/atomic bounds (ibv_device_attr): outstanding as a target per QP (max_qp_rd_atom, the
+  // bound of responder_resources) and as an initiator (max_qp_init_rd_atom, initiator_depth).
+  uint32_t max_qp_rd_atom = 0;
+  uint32_t max_qp_init_rd_atom = 0;
   std::vector<PortInfo> ports;
 };
 

@@ -14,16 +14,39 @@ Status range_error(const char* field, unsigned v, unsigned lo, unsigned hi) {
                          std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
-Status transition(prov::Qp& qp, prov::CmId& id, QpState to, const CheckedOverrides& o) {
+Status transition(prov::Qp& qp, prov::CmId& id, QpState to, const CheckedOverrides& o, QpGiven* given,
+                  const DepthCap* cap) {
   auto cm = id.init_qp_attr(to);
   if (!cm) return Error(cm.error()).with_qpn(qp.qpn());
   prov::QpAttrWithMask& want = *cm;
   apply_overrides_to(want, to, o.get());
+  if (cap != nullptr) {
+    prov::QpAttr& a = want.attr;
+    if (to == QpState::rtr && (want.mask & m::max_dest_rd_atomic))
+      a.max_dest_rd_atomic = std::min(a.max_dest_rd_atomic, cap->max_dest_rd_atomic);
+    if (to == QpState::rts && (want.mask & m::max_qp_rd_atomic))
+      a.max_rd_atomic = std::min(a.max_rd_atomic, cap->max_rd_atomic);
+  }
   WIREUP_TRY(check_required(want, to, qp.qpn()));
-  return qp.modify(want.attr, want.mask);
+  WIREUP_TRY(qp.modify(want.attr, want.mask));
+  if (given != nullptr) record(*given, want);
+  return Status::ok();
 }
 
 }  // namespace
+
+void record(QpGiven& g, const prov::QpAttrWithMask& applied) {
+  const prov::QpAttr& a = applied.attr;
+  const uint32_t k = applied.mask;
+  if (k & m::access_flags) g.access_flags = a.qp_access_flags;
+  if (k & m::path_mtu) g.path_mtu = static_cast<uint8_t>(a.path_mtu);
+  if (k & m::max_qp_rd_atomic) g.max_rd_atomic = a.max_rd_atomic;
+  if (k & m::max_dest_rd_atomic) g.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  if (k & m::timeout) g.timeout = a.timeout;
+  if (k & m::retry_cnt) g.retry_cnt = a.retry_cnt;
+  if (k & m::rnr_retry) g.rnr_retry = a.rnr_retry;
+  if (k & m::min_rnr_timer) g.min_rnr_timer = a.min_rnr_timer;
+}
 
 Status validate(const QpOverrides& o) {
   if (o.path_mtu && (*o.path_mtu < 1 || *o.path_mtu > 5)) return range_error("path_mtu", *o.path_mtu, 1, 5);
@@ -31,9 +54,7 @@ Status validate(const QpOverrides& o) {
   if (o.retry_cnt && *o.retry_cnt > 7) return range_error("retry_cnt", *o.retry_cnt, 0, 7);
   if (o.rnr_retry && *o.rnr_retry > 7) return range_error("rnr_retry", *o.rnr_retry, 0, 7);
   if (o.min_rnr_timer && *o.min_rnr_timer > 31) return range_error("min_rnr_timer", *o.min_rnr_timer, 0, 31);
-  if (o.max_rd_atomic && *o.max_rd_atomic > 16) return range_error("max_rd_atomic", *o.max_rd_atomic, 0, 16);
-  if (o.max_dest_rd_atomic && *o.max_dest_rd_atomic > 16)
-    return range_error("max_dest_rd_atomic", *o.max_dest_rd_atomic, 0, 16);
+  // max_rd_atomic / max_dest_rd_atomic: bounded by the device, checked where it is known (cm/depth.h).
   return Status::ok();
 }
 
@@ -98,9 +119,15 @@ Status check_required(const prov::QpAttrWithMask& want, QpState to, uint32_t qpn
   return Status::ok();
 }
 
-Status to_init(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o) { return transition(qp, id, QpState::init, o); }
-Status to_rtr(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o) { return transition(qp, id, QpState::rtr, o); }
-Status to_rts(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o) { return transition(qp, id, QpState::rts, o); }
+Status to_init(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o, QpGiven* given) {
+  return transition(qp, id, QpState::init, o, given, nullptr);
+}
+Status to_rtr(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o, QpGiven* given, const DepthCap* cap) {
+  return transition(qp, id, QpState::rtr, o, given, cap);
+}
+Status to_rts(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o, QpGiven* given, const DepthCap* cap) {
+  return transition(qp, id, QpState::rts, o, given, cap);
+}
 
 Status to_error(prov::Qp& qp) {
   prov::QpAttr a;

@@ -26,6 +26,32 @@ struct QpOverrides {
   std::optional<uint32_t> access_flags;      // replaces the CM's (IBV_ACCESS_*)
 };
 
+// What a QP was given on its way to RTS: the attributes of its transitions as applied (the
+// CM's answer with the overrides), so that a connection's result says what its QP runs with.
+struct QpGiven {
+  uint32_t access_flags = 0;  // IBV_ACCESS_*
+  uint8_t path_mtu = 0;       // enum ibv_mtu
+  uint8_t max_rd_atomic = 0;
+  uint8_t max_dest_rd_atomic = 0;
+  uint8_t timeout = 0;
+  uint8_t retry_cnt = 0;
+  uint8_t rnr_retry = 0;
+  uint8_t min_rnr_timer = 0;
+  bool operator==(const QpGiven&) const = default;
+};
+// The READ/atomic depths one connection settled, where the CM's answer does not say them yet:
+// the passive side moves its QP to RTR before rdma_accept, when the CM still answers with the
+// REQ's numbers (ib_cm_init_qp_attr; librdmacm overrides max_dest_rd_atomic with its accept's
+// responder resources for the same reason, ucma_modify_qp_rtr). Caps RTR's max_dest_rd_atomic
+// and RTS's max_rd_atomic.
+struct DepthCap {
+  uint8_t max_rd_atomic = 0;
+  uint8_t max_dest_rd_atomic = 0;
+};
+
+// Takes the fields `applied` carries (by its mask) into `g`.
+void record(QpGiven& g, const prov::QpAttrWithMask& applied);
+
 // Checks the overrides' ranges; the error names the field and the allowed range.
 Status validate(const QpOverrides& o);
 
@@ -58,9 +84,13 @@ inline prov::QpAttrWithMask apply_overrides(prov::QpAttrWithMask cm, prov::QpSta
 // Checks that `m` carries every bit required for `to`; the error lists the missing ones.
 Status check_required(const prov::QpAttrWithMask& m, prov::QpState to, uint32_t qpn);
 
-Status to_init(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o = {});
-Status to_rtr(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o = {});
-Status to_rts(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o = {});
+// Each records what it applied in `given` when there is one (and the modify succeeded).
+// to_init also serves INIT -> INIT: the active side redoes INIT once the CM can answer it.
+Status to_init(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o = {}, QpGiven* given = nullptr);
+Status to_rtr(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o = {}, QpGiven* given = nullptr,
+              const DepthCap* cap = nullptr);
+Status to_rts(prov::Qp& qp, prov::CmId& id, const CheckedOverrides& o = {}, QpGiven* given = nullptr,
+              const DepthCap* cap = nullptr);
 // Moves a QP to ERR so outstanding work is flushed (no CM involvement).
 Status to_error(prov::Qp& qp);
 

@@ -145,6 +145,7 @@ void Engine::establish(Pair& p) {
   LinkInfo l;
   if (c->qp()) l.device = c->qp()->device().info().name.c_str();
   l.ece = c->ece();
+  l.qp = c->qp_given();
   const std::optional<uint16_t> link = records_.intern(l);
   if (!link) {
     Waiting w{std::move(cs.last)};
@@ -152,7 +153,7 @@ void Engine::establish(Pair& p) {
     p.become(std::move(w));
     return fail_pair(p, cm::Failure{cm::FailKind::local_error, 0, {},
                                     Error::make(ErrorCode::resource_exhausted, "Engine::establish",
-                                                "65,536 distinct device/ECE outcomes in the result table")});
+                                                "65,536 distinct device/ECE/QP-attribute outcomes in the result table")});
   }
   // Every event of the id was acked before we got here: the migration cannot block.
   if (Status m = c->migrate(*channels_.steady, prov::Route(static_cast<prov::CmEventSink*>(this), pairs_.index(p))); !m) {

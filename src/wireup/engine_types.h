@@ -95,9 +95,10 @@ static_assert(sizeof(ResultTimings) == 44 && alignof(ResultTimings) == 4, "Resul
 struct LinkInfo {
   const char* device = "";  // the QP's device name (owned by the provider, like the device)
   ece::Report ece;
+  qp::QpGiven qp;           // what the QP was given on its way to RTS
   bool operator==(const LinkInfo& o) const {
     return device == o.device && ece.local == o.ece.local && ece.remote == o.ece.remote &&
-           ece.accepted == o.ece.accepted && ece.outcome == o.ece.outcome;
+           ece.accepted == o.ece.accepted && ece.outcome == o.ece.outcome && qp == o.qp;
   }
 };
 

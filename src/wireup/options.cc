@@ -65,19 +65,18 @@ EngineOptions engine_options(const config::Settings& s, uint32_t rank, uint32_t 
   o.resolve_addr_timeout_ms = static_cast<int>(s.cm.resolve_addr_timeout.count());
   o.resolve_route_timeout_ms = static_cast<int>(s.cm.resolve_route_timeout.count());
   if (s.cm.tos >= 0) o.tos = static_cast<uint8_t>(s.cm.tos);
-  if (s.cm.ack_timeout >= 0) o.ack_timeout = static_cast<uint8_t>(s.cm.ack_timeout);
+  // One ACK timeout: given to the CM on both ends' ids, which answers it for RTS.
+  o.ack_timeout = static_cast<uint8_t>(s.qp.timeout);
   o.ece = ece::Policy{ece_mode(s.ece.mode), s.ece.options, s.ece.required_options, s.ece.vendor_id};
   if (uint32_t m = mtu_enum(s.qp.path_mtu)) o.qp.path_mtu = m;
-  o.qp.timeout = static_cast<uint8_t>(s.qp.timeout);
   o.qp.retry_cnt = static_cast<uint8_t>(s.qp.retry_cnt);
   o.qp.rnr_retry = static_cast<uint8_t>(s.qp.rnr_retry);
   o.qp.min_rnr_timer = static_cast<uint8_t>(s.qp.min_rnr_timer);
-  o.qp.max_rd_atomic = static_cast<uint8_t>(s.qp.max_rd_atomic);
-  o.qp.max_dest_rd_atomic = static_cast<uint8_t>(s.qp.max_dest_rd_atomic);
+  // Unset: the device's bounds; the REQ and REP carry them (cm/depth.h).
+  if (s.qp.max_rd_atomic >= 0) o.qp.max_rd_atomic = static_cast<uint8_t>(s.qp.max_rd_atomic);
+  if (s.qp.max_dest_rd_atomic >= 0) o.qp.max_dest_rd_atomic = static_cast<uint8_t>(s.qp.max_dest_rd_atomic);
   o.param.retry_count = static_cast<uint8_t>(s.qp.retry_cnt);
   o.param.rnr_retry_count = static_cast<uint8_t>(s.qp.rnr_retry);
-  o.param.responder_resources = static_cast<uint8_t>(s.qp.max_dest_rd_atomic);
-  o.param.initiator_depth = static_cast<uint8_t>(s.qp.max_rd_atomic);
   return o;
 }
 

@@ -47,7 +47,7 @@ void expect_no_event(prov::Provider& p, prov::EventChannel& ch, Nanos window) {
   else EXPECT_EQ(ev.code(), ErrorCode::timed_out) << ev.error().message();
 }
 
-Result<AppQp> AppQp::create(prov::Device& dev) {
+Result<AppQp> AppQp::create(prov::Device& dev, bool with_srq) {
   AppQp a;
   auto pd = dev.alloc_pd();
   if (!pd) return pd.error();
@@ -55,7 +55,15 @@ Result<AppQp> AppQp::create(prov::Device& dev) {
   auto cq = dev.create_cq(64, false);
   if (!cq) return cq.error();
   a.cq = std::move(cq).value();
+  if (with_srq) {
+    prov::SrqInitAttr sa;
+    sa.max_wr = 16;
+    auto srq = a.pd->create_srq(sa);
+    if (!srq) return srq.error();
+    a.srq = std::move(srq).value();
+  }
   prov::QpInitAttr init;
+  init.srq = a.srq.get();
   init.send_cq = a.cq.get();
   init.recv_cq = a.cq.get();
   init.caps.max_send_wr = 16;
@@ -63,7 +71,7 @@ Result<AppQp> AppQp::create(prov::Device& dev) {
   auto qp = a.pd->create_qp(init);
   if (!qp) return qp.error();
   a.qp = std::move(qp).value();
-  auto mr = a.pd->reg_mr(a.buf.data(), a.buf.size(), prov::access::local_write);
+  auto mr = a.pd->reg_mr(a.buf.data(), a.buf.size(), prov::access::local_write | prov::access::remote_all);
   if (!mr) return mr.error();
   a.mr = std::move(mr).value();
   return a;
@@ -77,7 +85,7 @@ Status AppQp::to_state(prov::CmId& id, QpState state) {
 
 Status AppQp::post_recv() {
   prov::Sge sge{reinterpret_cast<uint64_t>(buf.data() + 128), 128, mr->lkey()};
-  return qp->post_recv(1, sge);
+  return srq ? srq->post_recv(1, sge) : qp->post_recv(1, sge);
 }
 
 Status AppQp::send(const std::string& text) {
@@ -109,6 +117,18 @@ Result<std::string> AppQp::wait_completion(int opcode, std::chrono::milliseconds
   }
   return Error::make(ErrorCode::timed_out, "wait_completion",
                      "no completion of opcode " + std::to_string(opcode)).with_qpn(qp->qpn());
+}
+
+Result<prov::WorkCompletion> AppQp::next_completion(std::chrono::milliseconds bound) {
+  auto deadline = std::chrono::steady_clock::now() + bound;
+  prov::WorkCompletion wc[1];
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto n = cq->poll(wc);
+    if (!n) return n.error();
+    if (*n == 1) return wc[0];
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return Error::make(ErrorCode::timed_out, "next_completion", "no completion").with_qpn(qp->qpn());
 }
 
 Result<Listener> Listener::create(TestFabric& f, int backlog) {

@@ -48,15 +48,19 @@ prov::CmEvent expect_event(prov::Provider& p, prov::EventChannel& ch, prov::CmEv
 // No event arrives on `ch` within `window`.
 void expect_no_event(prov::Provider& p, prov::EventChannel& ch, Nanos window);
 
-// PD, CQ, one RC QP and a registered buffer on one device: what a transport would own.
+// PD, CQ, one RC QP (optionally on an SRQ) and a registered buffer on one device: what a
+// transport would own. The buffer: [0, 128) is sent from, [128, 256) received into, the rest
+// is the one-sided operations' (registered for every remote access).
 struct AppQp {
   std::unique_ptr<prov::Pd> pd;
   std::unique_ptr<prov::Cq> cq;
+  std::unique_ptr<prov::Srq> srq;  // declared before qp: destroyed after it
   std::unique_ptr<prov::Qp> qp;
-  std::vector<uint8_t> buf = std::vector<uint8_t>(256);
+  std::vector<uint8_t> buf = std::vector<uint8_t>(4096);
   std::unique_ptr<prov::Mr> mr;
 
-  static Result<AppQp> create(prov::Device& dev);
+  static Result<AppQp> create(prov::Device& dev, bool with_srq = false);
+  uint64_t addr(size_t offset) { return reinterpret_cast<uint64_t>(buf.data() + offset); }
   // Drive the QP to `state` with the attributes rdma_init_qp_attr gives for it.
   Status to_state(prov::CmId& id, prov::QpState state);
   Status post_recv();
@@ -64,6 +68,8 @@ struct AppQp {
   // Waits (busy poll, bounded) for a completion of the given opcode; returns its payload
   // for a RECV.
   Result<std::string> wait_completion(int opcode, std::chrono::milliseconds bound = 5000ms);
+  // The next completion, whatever its status (busy poll, bounded).
+  Result<prov::WorkCompletion> next_completion(std::chrono::milliseconds bound = 5000ms);
 };
 
 // A listening id on node 0 with its own channel.
@@ -102,12 +108,23 @@ struct Pair {
   AppQp active_qp;
   std::unique_ptr<prov::CmId> passive_id;  // on the listener's channel
   AppQp passive_qp;
+  uint8_t req_srq = 0;  // the SRQ bit as CONNECT_REQUEST reported it
+  uint8_t rep_srq = 0;  // and as CONNECT_RESPONSE did
 };
 
 struct PairOptions {
   std::vector<uint8_t> req_private_data;
   std::vector<uint8_t> rep_private_data;
   bool exchange_messages = true;  // a SEND each way (needs a data path)
+  // The active QP is moved to INIT before rdma_connect, when the CM can answer only access
+  // flags 0 (cma_ib_init_qp_attr without an IB CM id); librdmacm moves the QPs it manages to
+  // INIT again from the CM once the REP is in (ucma_modify_qp_rtr). false: skip that redo.
+  bool redo_init = true;
+  bool active_srq = false;   // the QP takes its receives from an SRQ (and the REQ says so)
+  bool passive_srq = false;  // the same for the passive QP (and the REP)
+  uint8_t responder_resources = 1;  // both sides' rdma_conn_param
+  uint8_t initiator_depth = 1;
+  int passive_max_dest_rd_atomic = -1;  // >= 0: the passive RTR gets this instead of the CM's
 };
 
 // The ext-QP flow end to end: connect with qp_num and no QP on the id -> CONNECT_RESPONSE ->

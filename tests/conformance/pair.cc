@@ -21,7 +21,7 @@ Result<Pair> connect_pair(TestFabric& f, Listener& l, const PairOptions& o) {
   prov::CmId& aid = *pair.active.id;
   if (aid.device() == nullptr)
     return Error::make(ErrorCode::no_device, "connect_pair", "resolved id has no device");
-  auto aqp = AppQp::create(*aid.device());
+  auto aqp = AppQp::create(*aid.device(), o.active_srq);
   if (!aqp) return aqp.error();
   pair.active_qp = std::move(aqp).value();
   WIREUP_TRY(pair.active_qp.to_state(aid, QpState::init));
@@ -29,6 +29,9 @@ Result<Pair> connect_pair(TestFabric& f, Listener& l, const PairOptions& o) {
 
   prov::ConnParam cp;
   cp.qp_num = pair.active_qp.qp->qpn();
+  cp.srq = pair.active_qp.qp->has_srq() ? 1 : 0;
+  cp.responder_resources = o.responder_resources;
+  cp.initiator_depth = o.initiator_depth;
   cp.private_data = o.req_private_data;
   WIREUP_TRY(aid.connect(cp));
 
@@ -38,17 +41,28 @@ Result<Pair> connect_pair(TestFabric& f, Listener& l, const PairOptions& o) {
   if (req->qp_num != cp.qp_num)
     return Error::make(ErrorCode::protocol_error, "CONNECT_REQUEST",
                        "qp_num " + std::to_string(req->qp_num) + " != sent " + std::to_string(cp.qp_num));
+  pair.req_srq = req->srq;
   pair.passive_id = std::move(req->new_id);
   prov::CmId& pid = *pair.passive_id;
-  auto pqp = AppQp::create(*pid.device());
+  auto pqp = AppQp::create(*pid.device(), o.passive_srq);
   if (!pqp) return pqp.error();
   pair.passive_qp = std::move(pqp).value();
   WIREUP_TRY(pair.passive_qp.to_state(pid, QpState::init));
   if (o.exchange_messages) WIREUP_TRY(pair.passive_qp.post_recv());
-  WIREUP_TRY(pair.passive_qp.to_state(pid, QpState::rtr));
+  if (o.passive_max_dest_rd_atomic >= 0) {
+    auto rtr = pid.init_qp_attr(QpState::rtr);
+    if (!rtr) return rtr.error();
+    rtr->attr.max_dest_rd_atomic = static_cast<uint8_t>(o.passive_max_dest_rd_atomic);
+    WIREUP_TRY(pair.passive_qp.qp->modify(rtr->attr, rtr->mask));
+  } else {
+    WIREUP_TRY(pair.passive_qp.to_state(pid, QpState::rtr));
+  }
   WIREUP_TRY(pair.passive_qp.to_state(pid, QpState::rts));
   prov::ConnParam ap_param;
   ap_param.qp_num = pair.passive_qp.qp->qpn();
+  ap_param.srq = pair.passive_qp.qp->has_srq() ? 1 : 0;
+  ap_param.responder_resources = o.responder_resources;
+  ap_param.initiator_depth = o.initiator_depth;
   ap_param.private_data = o.rep_private_data;
   WIREUP_TRY(pid.accept(ap_param));
   req->ack();
@@ -58,6 +72,8 @@ Result<Pair> connect_pair(TestFabric& f, Listener& l, const PairOptions& o) {
   if (resp->type != CmEventType::connect_response) return unexpected("CONNECT_RESPONSE", *resp);
   if (resp->qp_num != ap_param.qp_num)
     return Error::make(ErrorCode::protocol_error, "CONNECT_RESPONSE", "qp_num mismatch");
+  pair.rep_srq = resp->srq;
+  if (o.redo_init) WIREUP_TRY(pair.active_qp.to_state(aid, QpState::init));
   WIREUP_TRY(pair.active_qp.to_state(aid, QpState::rtr));
   WIREUP_TRY(pair.active_qp.to_state(aid, QpState::rts));
   WIREUP_TRY(aid.establish());
@@ -69,11 +85,14 @@ Result<Pair> connect_pair(TestFabric& f, Listener& l, const PairOptions& o) {
   est->ack();
 
   if (o.exchange_messages && f.has_data_path()) {
+    // Each SEND's own completion is taken too: the CQs are left empty for the caller.
     WIREUP_TRY(pair.active_qp.send("ping"));
+    if (auto s = pair.active_qp.wait_completion(prov::wc_opcode_send); !s) return s.error();
     auto got = pair.passive_qp.wait_completion(prov::wc_opcode_recv);
     if (!got) return got.error();
     if (*got != "ping") return Error::make(ErrorCode::protocol_error, "RECV", "payload '" + *got + "'");
     WIREUP_TRY(pair.passive_qp.send("pong"));
+    if (auto s = pair.passive_qp.wait_completion(prov::wc_opcode_send); !s) return s.error();
     auto back = pair.active_qp.wait_completion(prov::wc_opcode_recv);
     if (!back) return back.error();
     if (*back != "pong") return Error::make(ErrorCode::protocol_error, "RECV", "payload '" + *back + "'");

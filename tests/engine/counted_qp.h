@@ -20,8 +20,9 @@ class CountedQp final : public prov::Qp {
   Result<prov::QpAttr> query(uint32_t mask) override { return q_->query(mask); }
   Result<prov::Ece> query_ece() override { return q_->query_ece(); }
   Result<prov::Ece> set_ece(const prov::Ece& e) override { return q_->set_ece(e); }
-  Status post_send(uint64_t id, const prov::Sge& s, bool sig) override { return q_->post_send(id, s, sig); }
+  Status post(const prov::SendWr& wr) override { return q_->post(wr); }
   Status post_recv(uint64_t id, const prov::Sge& s) override { return q_->post_recv(id, s); }
+  bool has_srq() const override { return q_->has_srq(); }
   prov::Device& device() const override { return q_->device(); }
   void* native() const override { return q_->native(); }
 

@@ -5,67 +5,12 @@
 // half through small files in TWONODE_DIR (the shared build tree): the listener's port, and
 // "step" marks where one side must wait for the other. Written against the conformance harness
 // (tests/conformance), whose fabric is the local rxe0 at WIREUP_VM_ADDR.
-#include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <string>
-#include <thread>
-
-#include "tests/conformance/harness.h"
+#include "tests/twonode/cross_files.h"
 
 namespace wireup::conf {
 namespace {
 
-namespace fs = std::filesystem;
 using prov::CmEventType;
-
-constexpr uint32_t kMellanox = 0x15b3;
-
-bool server() {
-  const char* r = std::getenv("TWONODE_ROLE");
-  return r && std::string(r) == "server";
-}
-std::string tag() {
-  return std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
-}
-fs::path file(const std::string& what) {
-  const char* d = std::getenv("TWONODE_DIR");
-  return fs::path(d ? d : ".") / (tag() + "." + what);
-}
-void put(const std::string& what, const std::string& text) {
-  const fs::path p = file(what), tmp = p.string() + ".tmp";
-  std::ofstream(tmp) << text << "\n";
-  fs::rename(tmp, p);
-}
-// The other side's mark, or "" after 30 s.
-std::string get(const std::string& what) {
-  for (int i = 0; i < 600; ++i) {
-    std::ifstream in(file(what));
-    std::string s;
-    if (in >> s) return s;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return "";
-}
-std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed + 7 * i);
-  return v;
-}
-// The server's listener address as the client reaches it: the peer's IP, the port from the file.
-prov::SockAddr remote_listener() {
-  const char* peer = std::getenv("WIREUP_VM_PEER_ADDR");
-  auto a = prov::SockAddr::parse(std::string(peer ? peer : "") + ":" + get("port"));
-  return a ? *a : prov::SockAddr{};
-}
-
-#define REQUIRE_ENV()                                                                   \
-  if (!std::getenv("TWONODE_ROLE") || !std::getenv("TWONODE_DIR") ||                     \
-      (!server() && !std::getenv("WIREUP_VM_PEER_ADDR")))                                \
-  FAIL() << "TWONODE_ROLE, TWONODE_DIR (and on the client WIREUP_VM_PEER_ADDR) must be set " \
-            "(tests/twonode/suite.sh)"
 
 // The ext-QP flow across the link: the REQ's 56 bytes and the REP's 196 arrive whole, the QPNs
 // cross, a SEND goes each way; then the DREQ/DREP rule: the initiator's DISCONNECTED waits for

@@ -15,7 +15,60 @@ static_assert(access::remote_write == IBV_ACCESS_REMOTE_WRITE &&
               access::remote_atomic == IBV_ACCESS_REMOTE_ATOMIC);
 static_assert(static_cast<int>(CmEventType::timewait_exit) == RDMA_CM_EVENT_TIMEWAIT_EXIT &&
               static_cast<int>(CmEventType::connect_response) == RDMA_CM_EVENT_CONNECT_RESPONSE);
-static_assert(wc_opcode_recv == IBV_WC_RECV && wc_opcode_send == IBV_WC_SEND);
+static_assert(wc_opcode_recv == IBV_WC_RECV && wc_opcode_send == IBV_WC_SEND &&
+              wc_opcode_rdma_write == IBV_WC_RDMA_WRITE && wc_opcode_rdma_read == IBV_WC_RDMA_READ &&
+              wc_opcode_comp_swap == IBV_WC_COMP_SWAP && wc_opcode_fetch_add == IBV_WC_FETCH_ADD &&
+              wc_opcode_recv_rdma_with_imm == IBV_WC_RECV_RDMA_WITH_IMM);
+static_assert(wc_flag_with_imm == IBV_WC_WITH_IMM);
+static_assert(wc_status::loc_len_err == IBV_WC_LOC_LEN_ERR && wc_status::loc_qp_op_err == IBV_WC_LOC_QP_OP_ERR &&
+              wc_status::loc_prot_err == IBV_WC_LOC_PROT_ERR && wc_status::wr_flush_err == IBV_WC_WR_FLUSH_ERR &&
+              wc_status::rem_inv_req_err == IBV_WC_REM_INV_REQ_ERR &&
+              wc_status::rem_access_err == IBV_WC_REM_ACCESS_ERR &&
+              wc_status::retry_exc_err == IBV_WC_RETRY_EXC_ERR);
+static_assert(static_cast<int>(WrOpcode::rdma_write) == IBV_WR_RDMA_WRITE &&
+              static_cast<int>(WrOpcode::rdma_write_with_imm) == IBV_WR_RDMA_WRITE_WITH_IMM &&
+              static_cast<int>(WrOpcode::send) == IBV_WR_SEND &&
+              static_cast<int>(WrOpcode::send_with_imm) == IBV_WR_SEND_WITH_IMM &&
+              static_cast<int>(WrOpcode::rdma_read) == IBV_WR_RDMA_READ &&
+              static_cast<int>(WrOpcode::atomic_cmp_and_swp) == IBV_WR_ATOMIC_CMP_AND_SWP &&
+              static_cast<int>(WrOpcode::atomic_fetch_and_add) == IBV_WR_ATOMIC_FETCH_AND_ADD);
+static_assert(access::remote_read == IBV_ACCESS_REMOTE_READ && access::local_write == IBV_ACCESS_LOCAL_WRITE);
+
+ibv_send_wr to_ibv(const SendWr& w, ibv_sge* sge) {
+  ibv_send_wr r;
+  std::memset(&r, 0, sizeof r);
+  r.wr_id = w.wr_id;
+  r.sg_list = w.sge.length == 0 ? nullptr : sge;
+  r.num_sge = w.sge.length == 0 ? 0 : 1;
+  r.opcode = static_cast<ibv_wr_opcode>(w.opcode);
+  r.send_flags = w.signaled ? IBV_SEND_SIGNALED : 0;
+  switch (w.opcode) {
+    case WrOpcode::send_with_imm:
+    case WrOpcode::rdma_write_with_imm:
+      r.imm_data = w.imm_data;
+      break;
+    default:
+      break;
+  }
+  switch (w.opcode) {
+    case WrOpcode::rdma_write:
+    case WrOpcode::rdma_write_with_imm:
+    case WrOpcode::rdma_read:
+      r.wr.rdma.remote_addr = w.remote_addr;
+      r.wr.rdma.rkey = w.rkey;
+      break;
+    case WrOpcode::atomic_cmp_and_swp:
+    case WrOpcode::atomic_fetch_and_add:
+      r.wr.atomic.remote_addr = w.remote_addr;
+      r.wr.atomic.rkey = w.rkey;
+      r.wr.atomic.compare_add = w.compare_add;
+      r.wr.atomic.swap = w.swap;
+      break;
+    default:
+      break;
+  }
+  return r;
+}
 
 ibv_qp_attr to_ibv(const QpAttr& a) {
   ibv_qp_attr r;

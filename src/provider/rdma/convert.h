@@ -10,6 +10,8 @@
 namespace wireup::prov::rdma {
 
 ibv_qp_attr to_ibv(const QpAttr& a);
+// The work request of `w`, its one SGE in `sge` (none when the length is 0).
+ibv_send_wr to_ibv(const SendWr& w, ibv_sge* sge);
 QpAttr from_ibv(const ibv_qp_attr& a);
 rdma_conn_param to_rdma(const ConnParam& p);
 CmEventType from_rdma(rdma_cm_event_type t);

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -50,6 +51,8 @@ DeviceInfo describe_device(ibv_context* ctx) {
     info.node_guid = attr.node_guid;
     info.fw_ver = attr.fw_ver;
     info.max_qp = static_cast<uint32_t>(attr.max_qp);
+    info.max_qp_rd_atom = static_cast<uint32_t>(std::max(attr.max_qp_rd_atom, 0));
+    info.max_qp_init_rd_atom = static_cast<uint32_t>(std::max(attr.max_qp_init_rd_atom, 0));
     for (uint8_t p = 1; p <= attr.phys_port_cnt; ++p) {
       ibv_port_attr pa;
       std::memset(&pa, 0, sizeof pa);

@@ -53,6 +53,7 @@ class RdmaPd final : public Pd {
   ~RdmaPd() override;
   Result<std::unique_ptr<Qp>> create_qp(const QpInitAttr& attr) override;
   Result<std::unique_ptr<Mr>> reg_mr(void* addr, size_t len, uint32_t access_flags) override;
+  Result<std::unique_ptr<Srq>> create_srq(const SrqInitAttr& attr) override;
   Device& device() const override { return dev_; }
   void* native() const override { return pd_; }
 
@@ -103,8 +104,9 @@ class RdmaQp : public Qp {
   Result<QpAttr> query(uint32_t mask) override;
   Result<Ece> query_ece() override;
   Result<Ece> set_ece(const Ece& ece) override;
-  Status post_send(uint64_t wr_id, const Sge& sge, bool signaled) override;
+  Status post(const SendWr& wr) override;
   Status post_recv(uint64_t wr_id, const Sge& sge) override;
+  bool has_srq() const override { return qp_->srq != nullptr; }
   Device& device() const override { return dev_; }
   void* native() const override { return qp_; }
 
@@ -113,6 +115,20 @@ class RdmaQp : public Qp {
   ibv_qp* qp_;
   bool owned_;
   QpState state_ = QpState::reset;
+};
+
+class RdmaSrq final : public Srq {
+ public:
+  RdmaSrq(RdmaDevice& dev, ibv_srq* srq) : dev_(dev), srq_(srq) {}
+  ~RdmaSrq() override;
+  RdmaSrq(const RdmaSrq&) = delete;
+  RdmaSrq& operator=(const RdmaSrq&) = delete;
+  Status post_recv(uint64_t wr_id, const Sge& sge) override;
+  void* native() const override { return srq_; }
+
+ private:
+  RdmaDevice& dev_;
+  ibv_srq* srq_;
 };
 
 class RdmaMr final : public Mr {

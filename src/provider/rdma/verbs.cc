@@ -48,6 +48,11 @@ Result<std::unique_ptr<Qp>> RdmaPd::create_qp(const QpInitAttr& a) {
   init.cap.max_recv_sge = a.caps.max_recv_sge;
   init.cap.max_inline_data = a.caps.max_inline_data;
   init.sq_sig_all = a.sq_sig_all ? 1 : 0;
+  if (a.srq != nullptr) {
+    if (dynamic_cast<RdmaSrq*>(a.srq) == nullptr)
+      return Error::make(ErrorCode::invalid_argument, "ibv_create_qp", "SRQ belongs to another provider");
+    init.srq = static_cast<ibv_srq*>(a.srq->native());
+  }
   ibv_qp* qp = ibv_create_qp(pd_, &init);
   if (qp == nullptr)
     return Error::from_errno("ibv_create_qp", errno,
@@ -62,6 +67,37 @@ Result<std::unique_ptr<Mr>> RdmaPd::reg_mr(void* addr, size_t len, uint32_t acce
   if (mr == nullptr)
     return Error::from_errno("ibv_reg_mr", errno, std::to_string(len) + " bytes");
   return std::unique_ptr<Mr>(new RdmaMr(mr));
+}
+
+Result<std::unique_ptr<Srq>> RdmaPd::create_srq(const SrqInitAttr& a) {
+  ibv_srq_init_attr init;
+  std::memset(&init, 0, sizeof init);
+  init.attr.max_wr = a.max_wr;
+  init.attr.max_sge = a.max_sge;
+  init.attr.srq_limit = a.srq_limit;
+  ibv_srq* srq = ibv_create_srq(pd_, &init);
+  if (srq == nullptr)
+    return Error::from_errno("ibv_create_srq", errno,
+                             "device " + dev_.info().name + ", " + std::to_string(a.max_wr) + " WRs");
+  return std::unique_ptr<Srq>(new RdmaSrq(dev_, srq));
+}
+
+RdmaSrq::~RdmaSrq() {
+  if (int rc = ibv_destroy_srq(srq_); rc != 0)
+    WIREUP_LOG(warn, "ibv_destroy_srq: %s (a QP still uses it?)", std::strerror(rc));
+}
+
+Status RdmaSrq::post_recv(uint64_t wr_id, const Sge& sge) {
+  ibv_sge s{sge.addr, sge.length, sge.lkey};
+  ibv_recv_wr wr;
+  std::memset(&wr, 0, sizeof wr);
+  wr.wr_id = wr_id;
+  wr.sg_list = &s;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  if (int rc = ibv_post_srq_recv(srq_, &wr, &bad); rc != 0)
+    return Error::from_errno("ibv_post_srq_recv", rc, "device " + dev_.info().name);
+  return Status::ok();
 }
 
 CompChannel::~CompChannel() {
@@ -90,6 +126,8 @@ Result<int> RdmaCq::poll(std::span<WorkCompletion> out) {
       w.byte_len = wc[i].byte_len;
       w.qp_num = wc[i].qp_num;
       w.src_qp = wc[i].src_qp;
+      w.imm_data = wc[i].imm_data;
+      w.wc_flags = wc[i].wc_flags;
     }
     total += n;
     if (n < want) break;
@@ -162,18 +200,12 @@ Result<Ece> RdmaQp::set_ece(const Ece& ece) {
   return Ece{e.vendor_id, e.options};  // IN/OUT: what the provider accepted
 }
 
-Status RdmaQp::post_send(uint64_t wr_id, const Sge& sge, bool signaled) {
-  ibv_sge s{sge.addr, sge.length, sge.lkey};
-  ibv_send_wr wr;
-  std::memset(&wr, 0, sizeof wr);
-  wr.wr_id = wr_id;
-  wr.sg_list = &s;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+Status RdmaQp::post(const SendWr& w) {
+  ibv_sge s{w.sge.addr, w.sge.length, w.sge.lkey};
+  ibv_send_wr wr = to_ibv(w, &s);
   ibv_send_wr* bad = nullptr;
   if (int rc = ibv_post_send(qp_, &wr, &bad); rc != 0)
-    return Error::from_errno("ibv_post_send", rc).with_qpn(qpn());
+    return Error::from_errno("ibv_post_send", rc, to_string(w.opcode)).with_qpn(qpn());
   return Status::ok();
 }
 

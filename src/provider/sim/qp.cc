@@ -1,5 +1,5 @@
 // The simulated QP: the verbs state machine with the attribute masks each transition requires,
-// ECE as devices with and without it answer, and a minimal SEND/RECV data path.
+// and ECE as devices with and without it answer. The data path is in qp_data.cc.
 #include <cerrno>
 #include <cstring>
 
@@ -46,8 +46,9 @@ TransitionMasks rc_transition(QpState from, QpState to) {
 }
 
 SimQp::SimQp(SimDevice& dev, SimPd& pd, const QpInitAttr& attr, uint32_t qpn)
-    : dev_(dev), pd_(pd), qpn_(qpn), init_(attr) {
+    : dev_(dev), pd_(pd), srq_(static_cast<SimSrq*>(attr.srq)), qpn_(qpn), init_(attr) {
   self_ = dev_.core.qps.add(this);
+  if (srq_ != nullptr) srq_->qps.push_back(self_);
   dev_.qp_by_num[qpn_] = self_;
   ++dev_.qps;
   ++dev_.core.stats.qps_alive;
@@ -56,6 +57,7 @@ SimQp::SimQp(SimDevice& dev, SimPd& pd, const QpInitAttr& attr, uint32_t qpn)
 SimQp::~SimQp() {
   dev_.core.charge(dev_.node, dev_.core.latency.destroy_qp);
   dev_.qp_by_num.erase(qpn_);
+  // The CQ's and the SRQ's lists keep the handle; they skip it once it is dead.
   --dev_.qps;
   dev_.core.qps.remove(self_);
   --dev_.core.stats.qps_alive;
@@ -69,6 +71,12 @@ Result<std::unique_ptr<Qp>> SimPd::create_qp(const QpInitAttr& a) {
     return Error::make(ErrorCode::invalid_argument, call, "send_cq and recv_cq are required");
   if (dynamic_cast<SimCq*>(a.send_cq) == nullptr || dynamic_cast<SimCq*>(a.recv_cq) == nullptr)
     return Error::make(ErrorCode::invalid_argument, call, "CQs belong to another provider");
+  if (a.srq != nullptr) {
+    auto* srq = dynamic_cast<SimSrq*>(a.srq);
+    if (srq == nullptr)
+      return Error::make(ErrorCode::invalid_argument, call, "SRQ belongs to another provider");
+    if (&srq->pd() != this) return Error::from_errno(call, EINVAL, "the SRQ is on another PD");
+  }
   if (a.type != QpType::rc)
     return Error::from_errno(call, EOPNOTSUPP, "the sim fabric models RC QPs only");
   if (d.qps >= d.spec().max_qp)
@@ -128,7 +136,10 @@ Status SimQp::modify(const QpAttr& a, uint32_t mask) {
     to_error();
   } else if (to == QpState::reset) {
     recvs_.clear();
-    unmatched_.clear();
+    waiting_.clear();
+    sq_.clear();
+    in_flight_.clear();
+    rd_atomic_in_flight_ = 0;
     attr_ = QpAttr{};
   }
   attr_.qp_state = to;
@@ -158,122 +169,6 @@ Result<Ece> SimQp::set_ece(const Ece& e) {
   // IN/OUT: a provider may accept fewer options than asked for, and writes back what it took.
   ece_ = Ece{e.vendor_id, e.options & s.ece_keeps};
   return ece_;
-}
-
-SimQp* SimQp::peer() const {
-  const Gid& g = attr_.ah_attr.dgid;
-  if (g.raw[10] != 0xff || g.raw[11] != 0xff) return nullptr;
-  uint32_t ip = (uint32_t{g.raw[12]} << 24) | (uint32_t{g.raw[13]} << 16) |
-                (uint32_t{g.raw[14]} << 8) | g.raw[15];
-  SimDevice* d = dev_.core.device_at(ip);
-  if (d == nullptr || d->removed || dev_.core.node(d->node).dead) return nullptr;
-  auto it = d->qp_by_num.find(attr_.dest_qp_num);
-  return it == d->qp_by_num.end() ? nullptr : dev_.core.qps.get(it->second);
-}
-
-void SimQp::complete_send(uint64_t wr_id, bool signaled, int status) {
-  if (!signaled && status == wc_status::success) return;
-  WorkCompletion wc;
-  wc.wr_id = wr_id;
-  wc.status = status;
-  wc.opcode = wc_opcode_send;
-  wc.qp_num = qpn_;
-  static_cast<SimCq*>(init_.send_cq)->push(wc);
-}
-
-Status SimQp::post_send(uint64_t wr_id, const Sge& sge, bool signaled) {
-  if (attr_.qp_state != QpState::rts)
-    return Error::from_errno("ibv_post_send", EINVAL,
-                             std::string("QP is ") + to_string(attr_.qp_state) + ", not RTS")
-        .with_qpn(qpn_);
-  const bool sig = signaled || init_.sq_sig_all;
-  auto r = pd_.regions.find(sge.lkey);
-  if (r == pd_.regions.end() || sge.addr < r->second.addr ||
-      sge.addr + sge.length > r->second.addr + r->second.len) {
-    complete_send(wr_id, true, wc_status::loc_prot_err);
-    return Status::ok();
-  }
-  SimQp* p = peer();
-  if (p == nullptr || (p->attr_.qp_state != QpState::rtr && p->attr_.qp_state != QpState::rts) ||
-      p->attr_.dest_qp_num != qpn_) {
-    // Nobody acknowledges: the transport retries run out.
-    complete_send(wr_id, true, wc_status::retry_exc_err);
-    to_error();
-    return Status::ok();
-  }
-  // IBA 11.6.3: the first request packet that reaches a QP still in RTR raises the
-  // affiliated event Communication Established (the RTU may be lost or late). Once per QP.
-  if (p->attr_.qp_state == QpState::rtr && !p->comm_est_) {
-    p->comm_est_ = true;
-    p->dev_.raise(DeviceEventType::comm_est, p->qpn_);
-  }
-  p->deliver(Send{wr_id, sge, sig, self_});
-  return Status::ok();
-}
-
-Status SimQp::post_recv(uint64_t wr_id, const Sge& sge) {
-  if (attr_.qp_state == QpState::reset)
-    return Error::from_errno("ibv_post_recv", EINVAL, "QP is RESET").with_qpn(qpn_);
-  if (recvs_.size() >= init_.caps.max_recv_wr)
-    return Error::from_errno("ibv_post_recv", ENOMEM, "receive queue full").with_qpn(qpn_);
-  if (attr_.qp_state == QpState::err) {
-    WorkCompletion wc{wr_id, wc_status::wr_flush_err, wc_opcode_recv, 0, qpn_, 0};
-    static_cast<SimCq*>(init_.recv_cq)->push(wc);
-    return Status::ok();
-  }
-  recvs_.push_back(Recv{wr_id, sge});
-  if (!unmatched_.empty()) {
-    Send s = unmatched_.front();
-    unmatched_.erase(unmatched_.begin());
-    deliver(s);
-  }
-  return Status::ok();
-}
-
-bool SimQp::copy_in(const Sge& dst, const Sge& src, uint32_t* len, int* status) const {
-  auto r = pd_.regions.find(dst.lkey);
-  if (r == pd_.regions.end() || dst.addr < r->second.addr ||
-      dst.addr + dst.length > r->second.addr + r->second.len) {
-    *status = wc_status::loc_prot_err;
-    return false;
-  }
-  if (src.length > dst.length) {
-    *status = wc_status::loc_len_err;
-    return false;
-  }
-  if (src.length > 0)
-    std::memcpy(reinterpret_cast<void*>(dst.addr), reinterpret_cast<const void*>(src.addr), src.length);
-  *len = src.length;
-  *status = wc_status::success;
-  return true;
-}
-
-void SimQp::deliver(Send s) {
-  if (recvs_.empty()) {
-    unmatched_.push_back(s);  // RNR: the sender retries until a receive is posted
-    return;
-  }
-  Recv r = recvs_.front();
-  recvs_.erase(recvs_.begin());
-  SimQp* from = dev_.core.qps.get(s.from);
-  uint32_t len = 0;
-  int status = wc_status::success;
-  copy_in(r.sge, s.sge, &len, &status);
-  WorkCompletion wc{r.wr_id, status, wc_opcode_recv, len, qpn_, from ? from->qpn() : 0};
-  static_cast<SimCq*>(init_.recv_cq)->push(wc);
-  // The sender sees a remote error when the receiver could not take the message.
-  constexpr int rem_inv_req_err = 9;
-  if (from != nullptr) from->complete_send(s.wr_id, s.signaled, status == 0 ? 0 : rem_inv_req_err);
-}
-
-void SimQp::to_error() {
-  attr_.qp_state = QpState::err;
-  for (const Recv& r : recvs_) {
-    WorkCompletion wc{r.wr_id, wc_status::wr_flush_err, wc_opcode_recv, 0, qpn_, 0};
-    static_cast<SimCq*>(init_.recv_cq)->push(wc);
-  }
-  recvs_.clear();
-  unmatched_.clear();
 }
 
 }  // namespace wireup::prov::sim

@@ -37,6 +37,10 @@ struct SimDeviceSpec {
   uint32_t ece_keeps = ~0u;
   uint32_t max_qp = 131072;
   uint8_t max_rd_atomic = 16;       // max_qp_rd_atom: bounds responder_resources / initiator_depth
+  // A responder that gets more READ/atomic requests in flight than its QP's
+  // max_dest_rd_atomic NAKs the one too many (invalid request), as mlx5 does. rxe does not
+  // count them (its responder recycles the oldest of its resources instead).
+  bool enforces_rd_atomic_depth = true;
   PortState port_state = PortState::active;
   uint32_t active_mtu = 4096;       // bytes
   std::string link_layer = "Ethernet";

@@ -26,6 +26,7 @@ SimDeviceSpec SimDeviceSpec::rxe(std::string name) {
   s.ece_options = 0;
   s.max_qp = 0x10000;
   s.max_rd_atomic = 128;
+  s.enforces_rd_atomic_depth = false;  // rxe_resp.c: no depth check, the oldest resource is reused
   s.active_mtu = 1024;  // a 1500-byte netdev
   return s;
 }
@@ -42,6 +43,8 @@ SimDevice::SimDevice(Core& c, uint32_t n, uint32_t i, const SimDeviceSpec& spec)
   info_.fw_ver = "sim";
   info_.netdev = "sim" + std::to_string(i);  // pci_bus_id stays empty: no hwloc object behind it
   info_.max_qp = spec.max_qp;
+  info_.max_qp_rd_atom = spec.max_rd_atomic;
+  info_.max_qp_init_rd_atom = spec.max_rd_atomic;
   PortInfo p;
   p.port_num = 1;
   p.state = spec.port_state;
@@ -77,15 +80,27 @@ SimPd::~SimPd() {
   --dev_.core.stats.pds_alive;
 }
 
-Result<std::unique_ptr<Mr>> SimPd::reg_mr(void* addr, size_t len, uint32_t) {
+Result<std::unique_ptr<Mr>> SimPd::reg_mr(void* addr, size_t len, uint32_t access_flags) {
   if (dev_.removed) return dev_.gone("ibv_reg_mr");
   if (addr == nullptr || len == 0)
     return Error::from_errno("ibv_reg_mr", EINVAL, std::to_string(len) + " bytes");
+  // ib_core's ib_check_mr_access: remote write or atomic access needs local write too.
+  if ((access_flags & (access::remote_write | access::remote_atomic)) != 0 &&
+      (access_flags & access::local_write) == 0)
+    return Error::from_errno("ibv_reg_mr", EINVAL, "REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE");
   const uint32_t key = dev_.core.next_key++;
-  regions[key] = Region{reinterpret_cast<uint64_t>(addr), len};
+  regions[key] = Region{reinterpret_cast<uint64_t>(addr), len, access_flags};
   dev_.core.charge(dev_.node, dev_.core.latency.reg_mr);
   ++dev_.core.stats.mrs_alive;
   return std::unique_ptr<Mr>(new SimMr(*this, key));
+}
+
+Result<std::unique_ptr<Srq>> SimPd::create_srq(const SrqInitAttr& a) {
+  if (dev_.removed) return dev_.gone("ibv_create_srq");
+  if (a.max_wr == 0 || a.max_sge == 0)
+    return Error::from_errno("ibv_create_srq", EINVAL,
+                             std::to_string(a.max_wr) + " WRs of " + std::to_string(a.max_sge) + " SGEs");
+  return std::unique_ptr<Srq>(new SimSrq(*this, a));
 }
 
 SimMr::~SimMr() {
@@ -118,6 +133,14 @@ void SimCq::push(const WorkCompletion& wc) {
 }
 
 Result<int> SimCq::poll(std::span<WorkCompletion> wc) {
+  // The responses of the READ/atomics in flight come back now (qp_data.cc); a QP with more
+  // to come lists itself again. Dead handles (destroyed QPs) are skipped.
+  if (!senders.empty()) {
+    std::vector<Handle> listed;
+    listed.swap(senders);
+    for (Handle h : listed)
+      if (SimQp* q = core_.qps.get(h)) q->retire();
+  }
   int n = 0;
   while (static_cast<size_t>(n) < wc.size() && !q_.empty()) {
     wc[static_cast<size_t>(n++)] = q_.front();

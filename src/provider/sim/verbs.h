@@ -1,5 +1,5 @@
-// Simulated verbs objects: device, PD, CQ, QP (with the verbs state machine) and MR, plus a
-// minimal SEND/RECV data path between connected QPs.
+// Simulated verbs objects: device, PD, CQ, SRQ, QP (with the verbs state machine) and MR, and
+// the RC data path between connected QPs (qp_data.cc).
 #pragma once
 
 #include <deque>
@@ -54,14 +54,18 @@ class SimPd final : public Pd {
   ~SimPd() override;
   Result<std::unique_ptr<Qp>> create_qp(const QpInitAttr& attr) override;
   Result<std::unique_ptr<Mr>> reg_mr(void* addr, size_t len, uint32_t access_flags) override;
+  Result<std::unique_ptr<Srq>> create_srq(const SrqInitAttr& attr) override;
   Device& device() const override { return dev_; }
   void* native() const override { return nullptr; }
   SimDevice& sim_device() const { return dev_; }
 
-  // Registered memory of this PD, by lkey: the data path copies only within it.
+  // Registered memory of this PD, by key (lkey == rkey): the data path touches only this.
   struct Region {
     uint64_t addr = 0;
     size_t len = 0;
+    uint32_t access = 0;  // ibv_access_flags it was registered with
+    // Whether [addr, addr + n) lies inside.
+    bool holds(uint64_t a, uint64_t n) const { return a >= addr && n <= len && a - addr <= len - n; }
   };
   std::unordered_map<uint32_t, Region> regions;
 
@@ -92,6 +96,9 @@ class SimCq final : public Cq {
   void* native() const override { return nullptr; }
 
   void push(const WorkCompletion& wc);
+  // QPs whose send queue completes here and has READ/atomics in flight (or requests waiting
+  // for them): a poll first lets their responses in. Empty unless one-sided reads are used.
+  std::vector<Handle> senders;
 
  private:
   Core& core_;
@@ -101,14 +108,27 @@ class SimCq final : public Cq {
   bool armed_ = false;
 };
 
-// IBV_WC_* status values the data path produces.
-namespace wc_status {
-inline constexpr int success = 0;
-inline constexpr int loc_len_err = 1;
-inline constexpr int loc_prot_err = 4;
-inline constexpr int wr_flush_err = 5;
-inline constexpr int retry_exc_err = 12;
-}  // namespace wc_status
+// A posted receive (of a QP's own receive queue or of an SRQ).
+struct RecvWr {
+  uint64_t wr_id = 0;
+  Sge sge;
+};
+
+class SimSrq final : public Srq {
+ public:
+  SimSrq(SimPd& pd, const SrqInitAttr& attr) : pd_(pd), attr_(attr) {}
+  ~SimSrq() override;
+  Status post_recv(uint64_t wr_id, const Sge& sge) override;
+  void* native() const override { return nullptr; }
+  SimPd& pd() const { return pd_; }
+
+  std::vector<RecvWr> recvs;
+  std::vector<Handle> qps;  // attached QPs, dead ones dropped lazily (a receive may serve one in RNR)
+
+ private:
+  SimPd& pd_;
+  SrqInitAttr attr_;
+};
 
 // The attribute masks a transition requires and allows (IBTA 11.2.4.2 / ib_modify_qp_is_ok,
 // RC QPs). Pure, for the unit tests too.
@@ -129,41 +149,70 @@ class SimQp final : public Qp {
   Result<QpAttr> query(uint32_t mask) override;
   Result<Ece> query_ece() override;
   Result<Ece> set_ece(const Ece& ece) override;
-  Status post_send(uint64_t wr_id, const Sge& sge, bool signaled) override;
+  Status post(const SendWr& wr) override;
   Status post_recv(uint64_t wr_id, const Sge& sge) override;
+  bool has_srq() const override { return srq_ != nullptr; }
   Device& device() const override { return dev_; }
   void* native() const override { return nullptr; }
 
   // Moves the QP to ERR and flushes its queues (device removal, fatal errors).
   void to_error();
+  // The responses of the READ/atomics in flight come back (the requester polls its send
+  // CQ), then the send queue goes on. See qp_data.cc.
+  void retire();
+  // Serves the SENDs waiting for a receive (RNR) while receives are there.
+  void drain_waiting();
 
  private:
-  struct Recv {
-    uint64_t wr_id;
-    Sge sge;
+  // A request that reached this QP as responder and waits for a receive (RNR retry forever).
+  struct Inbound {
+    SendWr wr;    // signaled already says sq_sig_all too
+    Handle from;  // the requesting QP (it may be destroyed while this waits)
   };
-  struct Send {
-    uint64_t wr_id;
-    Sge sge;
-    bool signaled;
-    Handle from;  // the sending QP (it may be destroyed while this waits)
+  // A completed request whose completion the requester has not seen yet (READ/atomics in
+  // flight, and what was posted behind them: completions come in send-queue order).
+  struct Done {
+    SendWr wr;
+    int status;
+    uint32_t byte_len;
   };
-  void complete_send(uint64_t wr_id, bool signaled, int status);
-  void deliver(Send s);
+  void complete_send(const SendWr& wr, int status, uint32_t byte_len = 0);
+  // A request of this QP is done: its completion now, or behind those still in flight.
+  void finish(const SendWr& wr, uint32_t byte_len);
+  void retire_in_flight();
+  void issue_queued();
+  void list_in_send_cq();  // so that its next poll retires what is in flight
+  // Executes one request at the responder; false: this QP went to ERR.
+  bool issue(const SendWr& wr);
+  bool local_ok(const SendWr& wr) const;
+  // As responder: the checks and the memory access of a WRITE, READ or atomic.
+  int respond_memory(const SendWr& wr, size_t rd_atomic_in_flight);
+  // As responder: the NAK of `status` (a remote error) moves this QP to ERR.
+  void nak(int status);
+  void deliver(const Inbound& in);  // waits in waiting_ when there is no receive
+  bool take_recv(RecvWr* out);
   bool copy_in(const Sge& dst, const Sge& src, uint32_t* len, int* status) const;
+  // The request failed with `status`: earlier responses first, then its error, QP to ERR.
+  void fail_requester(const SendWr& wr, int status);
   SimQp* peer() const;
 
   SimDevice& dev_;
   SimPd& pd_;
+  SimSrq* srq_;
   Handle self_;
   uint32_t qpn_;
   QpInitAttr init_;
   QpAttr attr_;
   Ece ece_;
-  // Short FIFOs (bounded by max_recv_wr): vectors, since an empty std::deque allocates.
-  std::vector<Recv> recvs_;
-  std::vector<Send> unmatched_;  // arrived SENDs waiting for a RECV (RNR retry forever)
-  bool comm_est_ = false;        // COMM_EST raised already (once per QP, at its first packet)
+  // Short FIFOs (bounded by max_recv_wr / max_send_wr): vectors, since an empty std::deque
+  // allocates.
+  std::vector<RecvWr> recvs_;
+  std::vector<Inbound> waiting_;  // arrived requests waiting for a receive (RNR)
+  std::vector<SendWr> sq_;        // posted, not issued (the READ/atomic depth is used up)
+  std::vector<Done> in_flight_;   // issued, completion not yet reported
+  size_t rd_atomic_in_flight_ = 0;
+  bool in_senders_ = false;       // listed in the send CQ's senders
+  bool comm_est_ = false;         // COMM_EST raised already (once per QP, at its first packet)
 };
 
 }  // namespace wireup::prov::sim

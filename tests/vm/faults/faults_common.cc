@@ -30,7 +30,7 @@ EngineOptions vm_options(uint32_t rank, uint32_t nranks, uint32_t lanes, const p
   o.resolve_route_timeout_ms = 10000;
   o.ece.mode = ece::Mode::off;
   o.qp.path_mtu = 3;  // 1024 bytes: the largest RoCE MTU on a 1500-byte netdev
-  o.qp.timeout = 20;  // 4.3 s local ACK timeout: 67 ms fires spuriously under TCG
+  o.ack_timeout = 20;  // 4.3 s local ACK timeout: 67 ms fires spuriously under TCG
   o.wireup_timeout = timeout;
   return o;
 }
