@@ -4,12 +4,17 @@
  * What a real transport does, end to end: MPI is the out-of-band channel; the transport owns
  * its PD, one CQ and every QP (created by the factory callback below); wireup connects them
  * all through the RDMA CM. Then the transport checks what it got: the QPNs against what the
- * peers say (MPI_Alltoall), and one SEND each way on every connection.
+ * peers say (MPI_Alltoall), one small message each way on every connection (eager: a SEND), and
+ * one large message each way on every connection (rendezvous: an RTS, then RDMA READ or RDMA
+ * WRITE with immediate between the buffers, see rendezvous.h).
  *
- *   mpirun -np 8 c_transport [--lanes N] [--wait] [--config FILE] [--set section.key=value]...
+ *   mpirun -np 8 c_transport [--lanes N] [--wait] [--rndv get|put] [--rndv-bytes N]
+ *                            [--config FILE] [--set section.key=value]...
  *
- * --wait uses wireup_wait() instead of poll() on wireup_fd(). Exit status 0 only if every
- * connection exists on both sides with crossed QPNs and every message arrived intact.
+ * --wait uses wireup_wait() instead of poll() on wireup_fd(). --rndv picks the rendezvous
+ * protocol (default get: the receiver READs), --rndv-bytes the large message's size (default
+ * 256 KiB). Exit status 0 only if every connection exists on both sides with crossed QPNs and
+ * every message, small and large, arrived intact.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -22,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rendezvous.h"
 #include "wireup/wireup.h"
 
 #define MSG_BYTES 64
@@ -112,6 +118,13 @@ static uint64_t random_key(void) {
   return k;
 }
 
+static enum rndv_protocol parse_rndv(int rank, const char* s) {
+  if (strcmp(s, "get") == 0) return RNDV_GET;
+  if (strcmp(s, "put") == 0) return RNDV_PUT;
+  die(rank, "--rndv", "must be get or put");
+  return RNDV_GET;
+}
+
 /* Runs wireup to completion: poll() on the one fd, or wireup_wait(). */
 static void drive(wireup_t* w, int rank, int use_wait) {
   while (wireup_done(w) == 0) {
@@ -189,6 +202,23 @@ static int exchange_messages(struct transport* t, wireup_t* w, int rank) {
   return bad;
 }
 
+/* One large message each way on every connection (rendezvous.h); returns the number of
+ * problems and says which roles the connections had. */
+static int exchange_large_messages(struct transport* t, wireup_t* w, int rank, enum rndv_protocol protocol,
+                                   size_t bytes, unsigned* initiated, unsigned* accepted) {
+  size_t n = wireup_result_count(w);
+  wireup_result_t* r = calloc(n > 0 ? n : 1, sizeof *r);
+  for (size_t i = 0; i < n; ++i) wireup_result_get(w, i, &r[i]);
+  struct rndv* x = rndv_create(t->pd, t->cq, r, n, rank, protocol, bytes);
+  free(r);
+  MPI_Barrier(MPI_COMM_WORLD); /* every receive is posted before anyone sends an RTS */
+  if (x == NULL) return 1;
+  int bad = rndv_run(x, 60000);
+  rndv_roles(x, initiated, accepted);
+  rndv_destroy(x);
+  return bad;
+}
+
 /* Every (peer, lane) must be connected, and its remote QPN must be that peer's local QPN. */
 static int cross_check_qpns(wireup_t* w, int rank, int nranks, unsigned lanes) {
   size_t per = 2 * lanes; /* to each peer: (my local, my remote) per lane */
@@ -226,6 +256,8 @@ int main(int argc, char** argv) {
 
   unsigned lanes = 1;
   int use_wait = 0;
+  enum rndv_protocol rndv = RNDV_GET;
+  size_t rndv_bytes = 256 * 1024;
   const char* sets[MAX_SETS];
   wireup_context_params_t cp;
   wireup_context_params_init(&cp);
@@ -233,12 +265,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--lanes") == 0 && i + 1 < argc) lanes = (unsigned)strtoul(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--wait") == 0) use_wait = 1;
+    else if (strcmp(argv[i], "--rndv") == 0 && i + 1 < argc) rndv = parse_rndv(rank, argv[++i]);
+    else if (strcmp(argv[i], "--rndv-bytes") == 0 && i + 1 < argc) rndv_bytes = strtoull(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) cp.config_file = argv[++i];
     else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc && cp.num_config_overrides < MAX_SETS)
       sets[cp.num_config_overrides++] = argv[++i];
-    else die(rank, "usage", "c_transport [--lanes N] [--wait] [--config FILE] [--set section.key=value]...");
+    else die(rank, "usage", "c_transport [--lanes N] [--wait] [--rndv get|put] [--rndv-bytes N] [--config FILE] "
+                            "[--set section.key=value]...");
   }
   if (lanes == 0) die(rank, "--lanes", "must be at least 1");
+  if (rndv_bytes == 0 || rndv_bytes > (1u << 30)) die(rank, "--rndv-bytes", "must be 1 to 1 GiB");
 
   wireup_context_t* ctx = NULL;
   if (wireup_context_create(&cp, &ctx) != WIREUP_OK) die(rank, "wireup_context_create", wireup_last_error(NULL));
@@ -246,7 +282,9 @@ int main(int argc, char** argv) {
   t.pd = ibv_alloc_pd(wireup_context_ibv_context(ctx));
   if (t.pd == NULL) die(rank, "ibv_alloc_pd", strerror(errno));
   int conns = (nranks - 1) * (int)lanes;
-  t.cq = ibv_create_cq(wireup_context_ibv_context(ctx), 2 * conns + 16, NULL, NULL, 0);
+  /* Room for every completion one phase can have in flight: the rendezvous's three receives
+   * and three sends per connection. */
+  t.cq = ibv_create_cq(wireup_context_ibv_context(ctx), 6 * conns + 16, NULL, NULL, 0);
   if (t.cq == NULL) die(rank, "ibv_create_cq", strerror(errno));
 
   uint64_t key = rank == 0 ? random_key() : 0;
@@ -281,11 +319,14 @@ int main(int argc, char** argv) {
   }
   int qpn_bad = cross_check_qpns(w, rank, nranks, lanes);
   int msg_bad = exchange_messages(&t, w, rank);
-  int bad = qpn_bad + msg_bad + (int)nerr + (nres != (size_t)conns);
-  printf("rank %d: device %s, %zu/%d connections, %zu errors, QPNs %s, messages %s, wireup %.1f ms, %u released, "
-         "%u lost\n",
+  unsigned initiated = 0, accepted = 0;
+  int rndv_bad = exchange_large_messages(&t, w, rank, rndv, rndv_bytes, &initiated, &accepted);
+  int bad = qpn_bad + msg_bad + rndv_bad + (int)nerr + (nres != (size_t)conns);
+  printf("rank %d: device %s, %zu/%d connections, %zu errors, QPNs %s, messages %s, rendezvous %s %s (%zu bytes "
+         "each way; %u initiated, %u accepted), wireup %.1f ms, %u released, %u lost\n",
          rank, wireup_context_device_name(ctx), nres, conns, nerr, qpn_bad ? "MISMATCH" : "ok",
-         msg_bad ? "FAILED" : "ok", wireup_ms, t.released, t.lanes_lost);
+         msg_bad ? "FAILED" : "ok", rndv_protocol_name(rndv), rndv_bad ? "FAILED" : "ok", rndv_bytes, initiated,
+         accepted, wireup_ms, t.released, t.lanes_lost);
   fflush(stdout);
 
   int totals[2] = {(int)nres, bad}, sums[2] = {0, 0};
@@ -295,8 +336,9 @@ int main(int argc, char** argv) {
   MPI_Barrier(MPI_COMM_WORLD); /* nobody disconnects while a peer still checks its messages */
   if (rank == 0) {
     if (sums[1] == 0)
-      printf("c_transport: %d ranks, %u lanes, %d connections, all verified (slowest wireup %.1f ms)\n", nranks, lanes,
-             sums[0] / 2, slowest);
+      printf("c_transport: %d ranks, %u lanes, %d connections, all verified, small and large (rendezvous %s) "
+             "messages both ways (slowest wireup %.1f ms)\n",
+             nranks, lanes, sums[0] / 2, rndv_protocol_name(rndv), slowest);
     else
       printf("c_transport: %d ranks, %u lanes, %d connections, %d FAILURES\n", nranks, lanes, sums[0] / 2, sums[1]);
     fflush(stdout);

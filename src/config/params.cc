@@ -79,7 +79,10 @@ const Param kParams[] = {
      .default_toml = "2000", .help = "rdma_resolve_route timeout per attempt.",
      .min = 1, .max = 10 * kMinute, .store = WIREUP_STORE(cm, resolve_route_timeout)},
     {.section = "cm", .key = "tos", .type = T::integer, .default_toml = "-1",
-     .help = "IP type of service for RoCE traffic (RDMA_OPTION_ID_TOS); -1 = leave unset.",
+     .help = "IP type of service (DSCP << 2 | ECN) of a connection's RoCE packets, data and CM MADs, "
+             "both ways: set on the initiating side (RDMA_OPTION_ID_TOS), the accepting side takes "
+             "the REQ's. -1 = leave unset: the port's default_roce_tos (rdma_cm configfs), 0 unless "
+             "an administrator changed it.",
      .min = -1, .max = 255, .store = WIREUP_STORE(cm, tos)},
     {.section = "cm", .key = "reuseaddr", .type = T::boolean, .default_toml = "false",
      .help = "RDMA_OPTION_ID_REUSEADDR on the listening id, to rebind a fixed port at once.",

@@ -14,6 +14,10 @@
 #              of 2 x 2 ranks; it must complete; the REQ retry intervals are measured (cm-watch)
 #   loss       5% loss + 2 ms delay on the link, TWONODE_LOSS_RUNS (default 3) wireups of
 #              2 x 4 ranks x 2 lanes; no pair lost, none paired wrongly
+#   tos        the RoCE traffic class on the wire: one connection (twonode_traffic: SEND, RDMA
+#              WRITE, RDMA READ each way) captured on eth0 with tcpdump, once with cm.tos = 106
+#              and once without cm.tos; every RoCE v2 packet, the CM's MADs included, must carry
+#              106 (DSCP 26, ECN 2), then the kernel's default (rdma_cm configfs default_roce_tos)
 # Prints "[twonode] ..." lines and a summary; exit 0 iff every case passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -27,13 +31,14 @@ SSH=$WIREUP_VM_PAIR_SSH
 N2=10.0.1.2
 RANKS=$B/tests/twonode/twonode_ranks
 CONF=$B/tests/twonode/twonode_conformance
+TRAFFIC=$B/tests/twonode/twonode_traffic
 A2A=$B/tools/wireup_a2a
 CASES=("$@")
-((${#CASES[@]})) || CASES=(conformance a2a restart partition loss)  # restart needs no particular QPN state (--align-qpns)
+((${#CASES[@]})) || CASES=(conformance tos a2a restart partition loss)  # restart needs no particular QPN state (--align-qpns)
 LOSS_RUNS=${TWONODE_LOSS_RUNS:-3}
 LOG=$D/logs
 mkdir -p "$LOG"
-for f in "$RANKS" "$A2A" "$CONF"; do [ -x "$f" ] || { echo "[twonode] FAILED: $f is not built" >&2; exit 2; }; done
+for f in "$RANKS" "$A2A" "$CONF" "$TRAFFIC"; do [ -x "$f" ] || { echo "[twonode] FAILED: $f is not built" >&2; exit 2; }; done
 
 on2() { "$SSH" "$N2" "$@"; }
 now() { date +%s.%N; }
@@ -204,6 +209,54 @@ case_loss() {
   eval "$NETEM_CLEAR"
   echo "[twonode] loss: $ok of $LOSS_RUNS runs with every pair connected once and QPNs crossed (5% loss, 2 ms delay each way)"
   ((ok == LOSS_RUNS))
+}
+
+# The TOS byte this node's RDMA CM gives an id that sets none (rdma_set_option TOS never called):
+# cma_resolve_iboe_route takes the port's default_roce_tos, which the rdma_cm configfs shows
+# (and an administrator may change); 0 as the kernel starts.
+default_roce_tos() {
+  local c=/sys/kernel/config v
+  [ -d $c/rdma_cm ] || mount -t configfs none $c 2>/dev/null
+  mkdir $c/rdma_cm/rxe0 2>/dev/null
+  v=$(cat $c/rdma_cm/rxe0/ports/1/default_roce_tos 2>/dev/null)
+  rmdir $c/rdma_cm/rxe0 2>/dev/null
+  echo "${v:-unreadable}"
+}
+
+case_tos() {
+  local t=tos.$$ rc=0 mode tos1 tos2 expect
+  tos1=$(default_roce_tos)
+  tos2=$(on2 "$(declare -f default_roce_tos); default_roce_tos")
+  echo "[twonode] tos: default_roce_tos of rxe0 port 1 (rdma_cm configfs): node 1 $tos1, node 2 $tos2"
+  if [ "$tos1" = unreadable ] || [ "$tos1" != "$tos2" ]; then
+    echo "[twonode] FAILED: tos: the kernel's default TOS is unreadable or differs between the nodes"
+    return 1
+  fi
+  for mode in set default; do
+    local sets=(--config "$REPO/config/examples/soft-roce-vm.toml" --set log.level=warn)
+    if [ $mode = set ]; then sets+=(--set cm.tos=106); expect=106; else expect=$tos1; fi
+    local pcap=$D/$t.$mode.pcap
+    # -Z root: tcpdump would otherwise drop to its own user, who cannot write the share.
+    tcpdump -i eth0 -nn -U -Z root -w "$pcap" "udp port 4791" 2>"$LOG/$t.$mode.tcpdump" &
+    local cap=$! i
+    for i in $(seq 100); do grep -q 'listening on' "$LOG/$t.$mode.tcpdump" && break; sleep 0.1; done
+    on2 "cd $B && $TRAFFIC --dir $D --round $t.$mode ${sets[*]}" >"$LOG/$t.$mode.2" 2>&1 &
+    local p2=$!
+    "$TRAFFIC" --dir "$D" --round "$t.$mode" "${sets[@]}" >"$LOG/$t.$mode.1" 2>&1
+    local r1=$?
+    wait "$p2"
+    local r2=$?
+    sleep 0.3  # the last DREP
+    kill -INT "$cap"
+    wait "$cap"
+    grep -h '^\[twonode\]\|FAILED' "$LOG/$t.$mode.1" "$LOG/$t.$mode.2"
+    grep -h 'captured\|dropped by kernel' "$LOG/$t.$mode.tcpdump" | sed "s/^/[twonode]   tcpdump: /"
+    echo "[twonode] tos: cm.tos $([ $mode = set ] && echo 106 || echo unset): tcpdump -i eth0 udp port 4791 on node 1, every RoCE v2 packet:"
+    python3 "$HERE/roce_tos.py" "$pcap" --tos "$expect" --prefix "[twonode]  " || rc=1
+    cp "$pcap" "$B/tests/twonode/tos.$mode.pcap"  # kept for a look (the pair directory is not)
+    ((r1 == 0 && r2 == 0)) || { echo "[twonode] FAILED: tos: twonode_traffic exited $r1 (node 1), $r2 (node 2)"; rc=1; }
+  done
+  return $rc
 }
 
 declare -A RES SECS
