@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -345,6 +346,16 @@ size_t expect_every_verb(Job& job, const RankVerbsOf& verbs_of) {
       ++checked;
     }
   }
+  uint32_t lo = kMaxReads, hi = 0;
+  size_t active = 0;
+  for (uint32_t r = 0; r < n; ++r)
+    for (size_t i : st[r].live) {
+      lo = std::min(lo, st[r].depth[i]);
+      hi = std::max(hi, st[r].depth[i]);
+      active += job.ranks[r].engine->results()[i].role == cm::Role::active ? 1 : 0;
+    }
+  std::printf("[engine-data] %zu QPs (%zu initiating, %zu accepting): every verb, READ depth %u..%u%s\n", checked,
+              active, checked - active, lo, hi, st.empty() || st[0].v.srq == nullptr ? "" : ", receives via SRQ");
   return checked;
 }
 
