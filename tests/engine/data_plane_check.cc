@@ -36,9 +36,21 @@ static_assert(kReadSrc + 8 * kMaxReads <= kReadDst && kReadDst + 8 * kMaxReads <
 
 // What a work request was for: the top 32 bits of its wr_id (the result index below them).
 // The receives are counted on the receiving result under the last three.
-enum class Kind : uint64_t { send = 1, send_imm, write, write_imm, read, cas, faa, recv, got_send, got_send_imm, got_write_imm };
+enum class Kind : uint64_t {
+  send = 1,
+  send_imm,
+  write,
+  write_imm,
+  read,
+  cas,
+  faa,
+  recv,
+  got_send,
+  got_send_imm,
+  got_write_imm
+};
 const char* name(Kind k) {
-  static const char* names[] = {"?",   "SEND", "SEND_IMM", "WRITE",         "WRITE_IMM",          "READ",
+  static const char* names[] = {"?",   "SEND", "SEND_IMM", "WRITE",         "WRITE_IMM",         "READ",
                                 "CAS", "FAA",  "RECV",     "SEND received", "SEND_IMM received", "WRITE_IMM received"};
   return names[static_cast<uint64_t>(k) <= 11 ? static_cast<uint64_t>(k) : 0];
 }
@@ -138,7 +150,9 @@ void check_requests(Job& job, std::vector<RankState>& st, const std::vector<std:
           EXPECT_EQ(ntohl(wc.imm_data), imm_of(p, i, what))
               << where(static_cast<uint32_t>(r), res[j]) << ": " << name(what) << " immediate";
         }
-        const Kind got = what == Kind::send ? Kind::got_send : what == Kind::send_imm ? Kind::got_send_imm : Kind::got_write_imm;
+        const Kind got = what == Kind::send       ? Kind::got_send
+                         : what == Kind::send_imm ? Kind::got_send_imm
+                                                  : Kind::got_write_imm;
         ++counts[r][{j, got}];
         continue;
       }
@@ -174,7 +188,8 @@ prov::SendWr make_wr(Kind k, RankState& me, size_t i, size_t off, uint32_t len, 
 RankVerbs factory_verbs(Job& job, uint32_t rank) {
   Engine& e = *job.ranks[rank].engine;
   for (uint32_t i = 0; i < e.results().size(); ++i) {
-    if (prov::Qp* q = e.qp(i)) return RankVerbs{job.ranks[rank].factory->pd(q->device()), job.ranks[rank].factory->cq(q->device()), nullptr};
+    if (prov::Qp* q = e.qp(i))
+      return RankVerbs{job.ranks[rank].factory->pd(q->device()), job.ranks[rank].factory->cq(q->device()), nullptr};
   }
   return {};
 }
@@ -218,7 +233,8 @@ size_t expect_every_verb(Job& job, const RankVerbsOf& verbs_of) {
       prov::Qp* q = e.qp(static_cast<uint32_t>(i));
       EXPECT_EQ(q->has_srq(), st[r].v.srq != nullptr) << where(r, res[i]);
       for (uint32_t k = 0; k < kRecvsPerQp; ++k, ++slot) {
-        prov::Sge sge{reinterpret_cast<uint64_t>(st[r].at(res.size(), 0) + slot * kRecvLen), kRecvLen, st[r].mr->lkey()};
+        prov::Sge sge{reinterpret_cast<uint64_t>(st[r].at(res.size(), 0) + slot * kRecvLen), kRecvLen,
+                      st[r].mr->lkey()};
         Status s = st[r].v.srq != nullptr ? st[r].v.srq->post_recv(wr_id(Kind::recv, slot), sge)
                                           : q->post_recv(wr_id(Kind::recv, slot), sge);
         EXPECT_TRUE(s) << where(r, res[i]) << ": " << s.message();
@@ -242,7 +258,8 @@ size_t expect_every_verb(Job& job, const RankVerbsOf& verbs_of) {
       auto s = st[res[i].peer].by_link.find({r, res[i].lane});
       EXPECT_NE(s, st[res[i].peer].by_link.end()) << where(r, res[i]) << ": the peer has no live match";
       if (s == st[res[i].peer].by_link.end()) return 0;
-      auto b = job.ranks[res[i].peer].engine->qp(static_cast<uint32_t>(s->second))->query(prov::qp_mask::max_dest_rd_atomic);
+      auto b =
+          job.ranks[res[i].peer].engine->qp(static_cast<uint32_t>(s->second))->query(prov::qp_mask::max_dest_rd_atomic);
       EXPECT_TRUE(b);
       if (b) {
         EXPECT_GE(b->max_dest_rd_atomic, st[r].depth[i]) << where(r, res[i]) << ": the peer's max_dest_rd_atomic";
