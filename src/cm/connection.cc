@@ -92,6 +92,7 @@ std::unique_ptr<Connection> Connection::from_request(prov::Provider& p, prov::Cm
   c->id_ = std::move(req.new_id);
   c->id_->set_route(prov::Route(c.get()));
   c->ans_.remote_qpn = req.qp_num;
+  c->ans_.peer_srq = req.srq;
   c->ans_.req_depths = Depths{req.initiator_depth, req.responder_resources};
   c->t_.request = c->t_.start;
   return c;
@@ -239,6 +240,7 @@ void Connection::send_reject() {
 void Connection::on_response(const prov::CmEvent& ev) {
   t_.response = now();
   ans_.remote_qpn = ev.qp_num;
+  ans_.peer_srq = ev.srq;
   if (observer_ != nullptr) {
     if (Status ok = observer_->check_reply(*this, ev.private_data); !ok) {
       // Nothing of the peer's answer reaches the QP: it stays at INIT and is destroyed with

@@ -191,6 +191,8 @@ class Connection final : public prov::CmEventSink {
   const Timings& timings() const { return t_; }
   const ece::Report& ece() const { return ans_.ece; }
   uint32_t remote_qpn() const { return ans_.remote_qpn; }
+  // The peer's REQ/REP said its QP takes its receives from an SRQ.
+  bool peer_srq() const { return ans_.peer_srq != 0; }
   // What the QP was given on its way to RTS (complete once established).
   const qp::QpGiven& qp_given() const { return ans_.given; }
   prov::Qp* qp() const { return qp_.get(); }
@@ -239,6 +241,7 @@ class Connection final : public prov::CmEventSink {
     std::optional<prov::Ece> offered;  // active: what our REQ carried
     ece::Report ece;
     uint32_t remote_qpn = 0;
+    uint8_t peer_srq = 0;  // the SRQ bit of the peer's REQ (passive) or REP (active)
     bool qpless = false;  // a notice: connected without a QP (notify())
     Depths req_depths;    // passive: the REQ's READ/atomic depths, in this side's view
     qp::DepthCap answered;  // passive: the depths its REP carries, which cap its QP's

@@ -146,6 +146,7 @@ void Engine::establish(Pair& p) {
   if (c->qp()) l.device = c->qp()->device().info().name.c_str();
   l.ece = c->ece();
   l.qp = c->qp_given();
+  l.peer_srq = c->peer_srq();
   const std::optional<uint16_t> link = records_.intern(l);
   if (!link) {
     Waiting w{std::move(cs.last)};

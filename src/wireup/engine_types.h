@@ -99,9 +99,11 @@ struct LinkInfo {
   const char* device = "";  // the QP's device name (owned by the provider, like the device)
   ece::Report ece;
   qp::QpGiven qp;           // what the QP was given on its way to RTS
+  bool peer_srq = false;    // the peer's REQ/REP said its QP takes receives from an SRQ
   bool operator==(const LinkInfo& o) const {
     return device == o.device && ece.local == o.ece.local && ece.remote == o.ece.remote &&
-           ece.accepted == o.ece.accepted && ece.outcome == o.ece.outcome && qp == o.qp;
+           ece.accepted == o.ece.accepted && ece.outcome == o.ece.outcome && qp == o.qp &&
+           peer_srq == o.peer_srq;
   }
 };
 

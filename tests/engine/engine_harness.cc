@@ -19,7 +19,7 @@ Job::~Job() {
 }
 
 Result<Job> make_job(EngineFabric& f, uint32_t n, uint32_t lanes, const OptionsHook& hook,
-                     const FactoryHook& factory_hook) {
+                     const FactoryHook& factory_hook, prov::QpCaps caps) {
   Job job;
   std::vector<Peer> table;
   for (uint32_t i = 0; i < n; ++i) {
@@ -31,7 +31,7 @@ Result<Job> make_job(EngineFabric& f, uint32_t n, uint32_t lanes, const OptionsH
     o.listen_addr = f.address(i);
     if (hook) hook(o);
     Rank r;
-    r.factory = std::make_unique<qp::DefaultQpFactory>(prov::QpCaps{8, 8, 1, 1, 0}, 4096);
+    r.factory = std::make_unique<qp::DefaultQpFactory>(caps, 4096);
     qp::QpFactory factory = r.factory->hook();
     if (factory_hook) factory = factory_hook(i, std::move(factory));
     auto e = Engine::create(f.provider(i), o, std::move(factory));

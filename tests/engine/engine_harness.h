@@ -44,8 +44,9 @@ using OptionsHook = std::function<void(EngineOptions&)>;
 using FactoryHook = std::function<qp::QpFactory(uint32_t rank, qp::QpFactory inner)>;
 
 // Creates `n` engines (rank i on node i % nodes), exchanges addresses, starts them.
+// `caps`: those of the QPs each rank's DefaultQpFactory makes.
 Result<Job> make_job(EngineFabric& f, uint32_t n, uint32_t lanes, const OptionsHook& hook = {},
-                     const FactoryHook& factory_hook = {});
+                     const FactoryHook& factory_hook = {}, prov::QpCaps caps = prov::QpCaps{8, 8, 1, 1, 0});
 
 // Progresses every engine until all are done or `bound` (provider clock) passes.
 Status run_to_completion(EngineFabric& f, Job& job, Nanos bound);
