@@ -235,8 +235,10 @@ case_tos() {
   for mode in set default; do
     local sets=(--config "$REPO/config/examples/soft-roce-vm.toml" --set log.level=warn)
     if [ $mode = set ]; then sets+=(--set cm.tos=106); expect=106; else expect=$tos1; fi
-    local pcap=$D/$t.$mode.pcap
-    # -Z root: tcpdump would otherwise drop to its own user, who cannot write the share.
+    # In the guest's own tmpfs: written on the 9p share, tcpdump fell behind the link under TCG
+    # and was stopped with packets still queued to it (neither captured nor "dropped by kernel").
+    local pcap=/tmp/$t.$mode.pcap
+    # -Z root: tcpdump would otherwise drop to its own user.
     tcpdump -i eth0 -nn -U -Z root -w "$pcap" "udp port 4791" 2>"$LOG/$t.$mode.tcpdump" &
     local cap=$! i
     for i in $(seq 100); do grep -q 'listening on' "$LOG/$t.$mode.tcpdump" && break; sleep 0.1; done
@@ -246,6 +248,12 @@ case_tos() {
     local r1=$?
     wait "$p2"
     local r2=$?
+    # Stopped once the capture holds every packet kind the check wants (-U writes each packet as
+    # it is read), or after 10 s: the check below then names what is missing.
+    for i in $(seq 40); do
+      sleep 0.25
+      python3 "$HERE/roce_tos.py" "$pcap" --tos "$expect" --prefix "" >/dev/null 2>&1 && break
+    done
     sleep 0.3  # the last DREP
     kill -INT "$cap"
     wait "$cap"
