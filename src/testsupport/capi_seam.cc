@@ -2,6 +2,8 @@
 
 #include <infiniband/verbs.h>
 
+#include <cstring>
+
 #include "capi/handles.h"
 
 namespace wireup::capi_seam {
@@ -13,7 +15,11 @@ class SeamQpAdapter final : public capi::QpAdapter {
 
   // On the seam the event's element.qp is a prov::Qp* (as_ibv_qp), the rest as verbs has it.
   Result<prov::DeviceEvent> event_of(const ibv_async_event& e, prov::Device& dev) const override {
-    const int t = static_cast<int>(e.event_type);
+    // Read as the int it is stored as: the transport may hand over any value, and loading one
+    // outside enum ibv_event_type's range through the enum type is undefined (UBSan says so).
+    int t;
+    static_assert(sizeof t == sizeof e.event_type);
+    std::memcpy(&t, &e.event_type, sizeof t);
     if (t < 0 || t > static_cast<int>(prov::DeviceEventType::wq_fatal))
       return Error::make(ErrorCode::invalid_argument, "async event",
                          "event_type " + std::to_string(t) + " is not an enum ibv_event_type value wireup knows");

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <span>
 #include <set>
@@ -547,7 +548,9 @@ TEST(CapiSimAsync, TransportModeTheTransportReadsCommEstAndHandsItOver) {
 
   // What is not an event wireup knows, or not on this device, is refused and named.
   ibv_async_event bad{};
-  bad.event_type = static_cast<ibv_event_type>(77);
+  // Stored as the int a C transport could put there (a C++ cast to the enum would be UB).
+  const int bogus = 77;
+  std::memcpy(&bad.event_type, &bogus, sizeof bogus);
   EXPECT_EQ(wireup_context_async_event(job.ctx(1), &bad), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(wireup_last_error(nullptr)).find("77"), std::string::npos) << wireup_last_error(nullptr);
   bad.event_type = IBV_EVENT_QP_FATAL;

@@ -6,6 +6,7 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "provider/rdma/rdma.h"
 
@@ -21,7 +22,11 @@ static_assert(static_cast<int>(DeviceEventType::comm_est) == IBV_EVENT_COMM_EST 
               static_cast<int>(DeviceEventType::wq_fatal) == IBV_EVENT_WQ_FATAL);
 
 Result<DeviceEvent> device_event_of(const ibv_async_event& e, const std::string& device) {
-  const int t = static_cast<int>(e.event_type);
+  // Read as the int it is stored as: the transport may hand over any value, and loading one
+  // outside enum ibv_event_type's range through the enum type is undefined (UBSan says so).
+  int t;
+  static_assert(sizeof t == sizeof e.event_type);
+  std::memcpy(&t, &e.event_type, sizeof t);
   if (t < 0 || t > static_cast<int>(DeviceEventType::wq_fatal))
     return Error::make(ErrorCode::invalid_argument, "async event",
                        "event_type " + std::to_string(t) + " of device " + device +
