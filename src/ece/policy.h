@@ -62,7 +62,7 @@ std::optional<prov::Ece> offer(const Policy& p, const std::optional<prov::Ece>& 
 
 struct Decision {
   bool reject = false;     // reject with reason 35
-  uint32_t accepted = 0;   // options to set on the QP and send back in the REP
+  uint32_t accepted = 0;   // before RTR: options to ask the firmware for; after confirm: what it took
   Outcome outcome = Outcome::disabled;
   std::string why;         // a reject's reason, for logs and per-peer errors (empty otherwise)
 };

@@ -87,13 +87,23 @@ RdmaSrq::~RdmaSrq() {
     WIREUP_LOG(warn, "ibv_destroy_srq: %s (a QP still uses it?)", std::strerror(rc));
 }
 
-Status RdmaSrq::post_recv(uint64_t wr_id, const Sge& sge) {
-  ibv_sge s{sge.addr, sge.length, sge.lkey};
+namespace {
+
+// A receive of one SGE, for a QP's own receive queue or an SRQ alike.
+ibv_recv_wr one_recv(uint64_t wr_id, ibv_sge* s) {
   ibv_recv_wr wr;
   std::memset(&wr, 0, sizeof wr);
   wr.wr_id = wr_id;
-  wr.sg_list = &s;
+  wr.sg_list = s;
   wr.num_sge = 1;
+  return wr;
+}
+
+}  // namespace
+
+Status RdmaSrq::post_recv(uint64_t wr_id, const Sge& sge) {
+  ibv_sge s{sge.addr, sge.length, sge.lkey};
+  ibv_recv_wr wr = one_recv(wr_id, &s);
   ibv_recv_wr* bad = nullptr;
   if (int rc = ibv_post_srq_recv(srq_, &wr, &bad); rc != 0)
     return Error::from_errno("ibv_post_srq_recv", rc, "device " + dev_.info().name);
@@ -213,11 +223,7 @@ Status RdmaQp::post(const SendWr& w) {
 
 Status RdmaQp::post_recv(uint64_t wr_id, const Sge& sge) {
   ibv_sge s{sge.addr, sge.length, sge.lkey};
-  ibv_recv_wr wr;
-  std::memset(&wr, 0, sizeof wr);
-  wr.wr_id = wr_id;
-  wr.sg_list = &s;
-  wr.num_sge = 1;
+  ibv_recv_wr wr = one_recv(wr_id, &s);
   ibv_recv_wr* bad = nullptr;
   if (int rc = ibv_post_recv(qp_, &wr, &bad); rc != 0)
     return Error::from_errno("ibv_post_recv", rc).with_qpn(qpn());
