@@ -5,6 +5,7 @@
 #   dp-vs-perftest.sh --dp-bench BIN [--rounds N] [--sizes 64,1024,4096,65536]
 #                     [--bw-iters N] [--lat-iters N] [--config FILE] [--gross X] [--dev rxe0]
 #                     [--addr 10.0.0.1] [--ack-timeout 17] [--idle spin|sleep]
+#                     [--spy LIB] [--bind-to core|none]
 #
 # Each round runs perftest (ib_write_bw -R per size, ib_write_lat -R, ib_read_lat -R: server
 # and client in this guest over --addr) and then dp_bench (two ranks under mpirun), so that
@@ -16,13 +17,18 @@
 # Exit 1 if a run failed or printed no number, or if a median ratio is grossly off (by more
 # than --gross, default 3x: wrong settings or a broken QP, not noise); a ratio beyond 5% is
 # printed, never fatal (the TCG VM shares two host cores with everything else).
+# --spy LIB (build/bench/libqp_attr_spy.so) is preloaded into perftest: each of its QPs prints
+# what ibv_query_qp says of it at RTS, shown in round 1 beside dp_bench's own "dp_bench qp".
+# --bind-to goes to mpirun (Open MPI binds 2 ranks to cores by default; perftest runs unbound).
 set -euo pipefail
 
 # perftest -R leaves the ACK timeout to the CM (it sets only the TOS: perftest_communication.c).
-# On RoCE the kernel's CM answers 17 (537 ms): cma.c gives the path a packet lifetime of 16
-# (CMA_IBOE_PACKET_LIFETIME), cm.c's cm_ack_timeout(ack_delay, 16) is 17 with rxe's ack delay
-# of 15, on both sides. dp_bench's QPs get the same (qp.timeout), printed per rank.
-ACK_TIMEOUT=17
+# What the CM gave its QPs on rxe under Debian 12's kernel, read with --spy (ibv_query_qp inside
+# perftest, notes/data-path-perf.md): timeout 19 on both sides. With --spy the script takes the
+# value perftest's first QP reports, unless --ack-timeout says otherwise; dp_bench's QPs get the
+# same (qp.timeout), printed per rank.
+ACK_TIMEOUT=19 ACK_TIMEOUT_GIVEN=0
+SPY="" BIND=core
 IDLE=spin  # dp_bench --idle: its waiting rank spins as perftest's does, or sleeps
 DP="" ROUNDS=4 SIZES=64,1024,4096,65536 BW_ITERS=5000 LAT_ITERS=1000 CONFIG="" GROSS=3 DEV=rxe0 ADDR=10.0.0.1
 while (($#)); do
@@ -36,8 +42,10 @@ while (($#)); do
     --gross) GROSS=$2; shift 2 ;;
     --dev) DEV=$2; shift 2 ;;
     --addr) ADDR=$2; shift 2 ;;
-    --ack-timeout) ACK_TIMEOUT=$2; shift 2 ;;
+    --ack-timeout) ACK_TIMEOUT=$2; ACK_TIMEOUT_GIVEN=1; shift 2 ;;
     --idle) IDLE=$2; shift 2 ;;
+    --spy) SPY=$2; shift 2 ;;
+    --bind-to) BIND=$2; shift 2 ;;
     *) echo "dp-vs-perftest: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +53,8 @@ done
 for t in ib_write_bw ib_write_lat ib_read_lat mpirun awk timeout; do
   command -v $t >/dev/null || { echo "dp-vs-perftest: '$t' not found (Debian: perftest, openmpi-bin)" >&2; exit 2; }
 done
+[ -z "$SPY" ] || [ -r "$SPY" ] || { echo "dp-vs-perftest: --spy '$SPY' is not a readable library" >&2; exit 2; }
+[[ $BIND == core || $BIND == none ]] || { echo "dp-vs-perftest: --bind-to wants core or none, not '$BIND'" >&2; exit 2; }
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "dp-vs-perftest: --rounds wants a positive number" >&2; exit 2; }
 IFS=, read -r -a SIZE_LIST <<<"$SIZES"
 LAT_SIZE=2  # perftest's DEF_SIZE_LAT
@@ -67,10 +77,10 @@ perftest_pair() {
   local attempt spid
   for attempt in 1 2 3; do
     PORT=$((PORT + 1))
-    timeout 300 "$tool" -R -d "$DEV" -p "$PORT" "$@" >"$out.server" 2>&1 &
+    timeout 300 env ${SPY:+LD_PRELOAD=$SPY} "$tool" -R -d "$DEV" -p "$PORT" "$@" >"$out.server" 2>&1 &
     spid=$!
     sleep 2
-    if timeout 300 "$tool" -R -d "$DEV" -p "$PORT" "$@" "$ADDR" >"$out" 2>&1; then
+    if timeout 300 env ${SPY:+LD_PRELOAD=$SPY} "$tool" -R -d "$DEV" -p "$PORT" "$@" "$ADDR" >"$out" 2>&1; then
       wait "$spid" || true
       return 0
     fi
@@ -122,6 +132,12 @@ run_perftest() {
     local l; l=$(perftest_line "$f" "$z")
     [ -n "$l" ] && awk '{ exit !($4 + 0 > 0) }' <<<"$l" && echo "perftest write_bw_MiBps.$z $(awk '{ print $4 }' <<<"$l")" >>"$RESULTS" ||
       { echo "dp-vs-perftest: FAILED: no ib_write_bw report for $z B"; cat "$f"; fails=$((fails + 1)); }
+    if ((r == 1 && z == ${SIZE_LIST[0]})) && [ -n "$SPY" ]; then
+      sed -n 's/^qp_attr_spy /perftest qp (write_bw client) /p' "$f" | head -n 1
+      local spied; spied=$(sed -n 's/^qp_attr_spy .* timeout=\([0-9]*\) .*/\1/p' "$f" | head -n 1)
+      if [ -n "$spied" ] && ((!ACK_TIMEOUT_GIVEN)); then ACK_TIMEOUT=$spied; fi
+      echo "dp-vs-perftest: perftest's QP timeout $spied, dp_bench's qp.timeout $ACK_TIMEOUT"
+    fi
     ((r == 1 && z == ${SIZE_LIST[0]})) && echo "perftest write_bw: MTU $(header "$f" Mtu), TX depth $(header "$f" 'TX depth'), CQ moderation $(header "$f" 'CQ Moderation'), max inline $(header "$f" 'Max inline data')"
   done
   for t in write_lat read_lat; do
@@ -135,6 +151,8 @@ run_perftest() {
       echo "perftest ${t}_avg_us $(awk '{ print $6 }' <<<"$l")" >>"$RESULTS" ||
       { echo "dp-vs-perftest: FAILED: no ib_$t report"; cat "$f"; fails=$((fails + 1)); }
     if ((r == 1)); then
+      [ -z "$SPY" ] || sed -n 's/^qp_attr_spy /perftest qp (client) /p' "$f"
+      [ -z "$SPY" ] || sed -n 's/^qp_attr_spy /perftest qp (server) /p' "$f.server"
       echo "perftest $t: MTU $(header "$f" Mtu), TX depth $(header "$f" 'TX depth'), max inline $(header "$f" 'Max inline data')"
       # dp_bench inlines write_lat's WRITE as perftest did (it prints what it got: 0 on rxe -R).
       [[ $t == write_lat ]] && LAT_INLINE=$(header "$f" 'Max inline data' | tr -dc 0-9)
@@ -149,7 +167,7 @@ run_wireup() {
   [ -z "$CONFIG" ] || cfg=(--config "$CONFIG")
   counters_before
   # What it printed before a failure counts; the failure is reported (and fails the run).
-  if ! timeout 600 mpirun --oversubscribe -np 2 --mca pml ob1 --mca btl self,vader "$DP" "${cfg[@]}" \
+  if ! timeout 600 mpirun --oversubscribe --bind-to "$BIND" -np 2 --mca pml ob1 --mca btl self,vader "$DP" "${cfg[@]}" \
       --set log.level=warn --set qp.timeout="$ACK_TIMEOUT" --sizes "$SIZES" --bw-iters "$BW_ITERS" --lat-iters "$LAT_ITERS" --lat-size "$LAT_SIZE" \
       --lat-inline "${LAT_INLINE:-220}" --idle "$IDLE" \
       >"$f" 2>&1; then

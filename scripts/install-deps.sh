@@ -19,6 +19,8 @@ PKGS=(
   # fuzzers and sanitizers
   clang libclang-rt-14-dev
   jq
+  # the data path against perftest (perf.dp_vs_perftest) and the RoCE TOS capture (twonode tos)
+  perftest tcpdump
   # message authentication of the private data (issue: handshake), PMIx bootstrap, build cache
   libsodium-dev libpmix-dev ccache
 )

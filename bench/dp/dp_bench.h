@@ -50,7 +50,7 @@ struct Link {
 struct QpFacts {
   int path_mtu_bytes = 0;
   unsigned timeout = 0, retry_cnt = 0, rnr_retry = 0, max_rd_atomic = 0, max_dest_rd_atomic = 0;
-  unsigned access = 0;
+  unsigned access = 0, min_rnr_timer = 0;
   std::string text() const;
 };
 

@@ -64,8 +64,8 @@ std::string QpFacts::text() const {
   char b[256];
   std::snprintf(b, sizeof b,
                 "path_mtu=%d timeout=%u retry_cnt=%u rnr_retry=%u max_rd_atomic=%u max_dest_rd_atomic=%u "
-                "access=0x%x",
-                path_mtu_bytes, timeout, retry_cnt, rnr_retry, max_rd_atomic, max_dest_rd_atomic, access);
+                "access=0x%x min_rnr_timer=%u",
+                path_mtu_bytes, timeout, retry_cnt, rnr_retry, max_rd_atomic, max_dest_rd_atomic, access, min_rnr_timer);
   return b;
 }
 
@@ -127,10 +127,10 @@ QpFacts query(const Link& l) {
   ibv_qp_init_attr ia{};
   const int rc = ibv_query_qp(l.qp, &a, IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                             IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                            IBV_QP_ACCESS_FLAGS, &ia);
+                                            IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER, &ia);
   if (rc != 0) fail(std::string("ibv_query_qp: ") + std::strerror(rc));
   return QpFacts{mtu_bytes(a.path_mtu), a.timeout, a.retry_cnt, a.rnr_retry, a.max_rd_atomic, a.max_dest_rd_atomic,
-                 unsigned(a.qp_access_flags)};
+                 unsigned(a.qp_access_flags), a.min_rnr_timer};
 }
 
 void close(Link& l) {

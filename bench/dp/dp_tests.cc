@@ -13,6 +13,7 @@
 #include <string>
 
 #include "dp_bench.h"
+#include "ticks.h"
 
 namespace dp {
 namespace {
@@ -22,7 +23,6 @@ constexpr size_t kCycle = 4096;     // small messages go round a 4 KiB buffer, a
 constexpr size_t kCacheLine = 64;   // addresses step by whole cache lines
 constexpr double kMiB = 1024.0 * 1024.0;
 
-double us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
 // A page-aligned buffer registered for everything the tests do to it, local and remote.
 class Buffer {
@@ -77,13 +77,14 @@ void wait_one(const Link& l, const char* test) {
 size_t buffer_size(size_t size) { return std::max(size, kCycle); }
 size_t step(size_t size) { return (size + kCacheLine - 1) / kCacheLine * kCacheLine; }
 
-// perftest's latency report: consecutive post times, sorted; rtt_factor 2 for a ping-pong.
-LatResult lat_stats(std::vector<Clock::time_point>& t, size_t size, double rtt_factor) {
+// perftest's latency report: consecutive post times (in ticks), sorted; rtt_factor 2 for a
+// ping-pong.
+LatResult lat_stats(const std::vector<uint64_t>& t, double us_per_tick, size_t size, double rtt_factor) {
   LatResult r;
   r.size = size;
   r.iters = t.size();
   std::vector<double> d;
-  for (size_t i = 0; i + 1 < t.size(); ++i) d.push_back(us(t[i + 1] - t[i]) / rtt_factor);
+  for (size_t i = 0; i + 1 < t.size(); ++i) d.push_back(double(t[i + 1] - t[i]) * us_per_tick / rtt_factor);
   if (d.empty()) return r;
   std::sort(d.begin(), d.end());
   double sum = 0;
@@ -157,22 +158,27 @@ LatResult write_lat(Link& l, Oob& oob, bool client, size_t size, uint64_t iters,
   wr.send_flags = IBV_SEND_SIGNALED | (size <= s.lat_inline ? IBV_SEND_INLINE : 0);
   wr.wr.rdma.remote_addr = peer.addr + half;
   wr.wr.rdma.rkey = peer.rkey;
-  std::vector<Clock::time_point> t(iters);
+  std::vector<uint64_t> t(iters);
+  const TickScale scale;
   // The client posts first; each side then waits for the peer's n-th write before its own.
   for (uint64_t n = 1; n <= iters; ++n) {
     if (!(n == 1 && client)) {
-      // Spin on memory as perftest does; the clock is read only every 64 Ki turns.
-      const auto give_up = Clock::now() + std::chrono::seconds(30);
-      for (uint32_t spins = 1; *poll_byte != char(client ? n - 1 : n); ++spins)
-        if (spins % 65536 == 0 && Clock::now() > give_up) failed(l, "write_lat", "no write from the peer within 30 s");
+      // Spin on memory as perftest does; the clock is read only after 64 Ki turns.
+      Clock::time_point give_up{};
+      for (uint32_t spins = 1; *poll_byte != char(client ? n - 1 : n); ++spins) {
+        if (spins % 65536 != 0) continue;
+        if (give_up == Clock::time_point{}) give_up = Clock::now() + std::chrono::seconds(30);
+        else if (Clock::now() > give_up) failed(l, "write_lat", "no write from the peer within 30 s");
+      }
     }
-    t[n - 1] = Clock::now();
+    t[n - 1] = ticks();
     *post_byte = char(n);
     post(l, "write_lat", wr);
     wait_one(l, "write_lat");
   }
+  const double us_per_tick = scale.us_per_tick();
   oob.barrier();
-  return lat_stats(t, size, 2.0);
+  return lat_stats(t, us_per_tick, size, 2.0);
 }
 
 LatResult read_lat(Link& l, Oob& oob, bool client, size_t size, uint64_t iters) {
@@ -186,13 +192,14 @@ LatResult read_lat(Link& l, Oob& oob, bool client, size_t size, uint64_t iters) 
     wr.sg_list = &sge, wr.num_sge = 1, wr.opcode = IBV_WR_RDMA_READ, wr.send_flags = IBV_SEND_SIGNALED;
     wr.wr.rdma.remote_addr = peer.addr;
     wr.wr.rdma.rkey = peer.rkey;
-    std::vector<Clock::time_point> t(iters);
+    std::vector<uint64_t> t(iters);
+    const TickScale scale;
     for (uint64_t n = 0; n < iters; ++n) {
-      t[n] = Clock::now();
+      t[n] = ticks();
       post(l, "read_lat", wr);
       wait_one(l, "read_lat");
     }
-    r = lat_stats(t, size, 1.0);
+    r = lat_stats(t, scale.us_per_tick(), size, 1.0);
   }
   oob.barrier();
   return r;
