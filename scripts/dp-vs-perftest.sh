@@ -14,8 +14,9 @@
 # inline up to 220 B for write_lat, the path MTU the CM gives (printed for both), one READ in
 # flight. Prints, per metric, the median over the rounds and the spread (min-max) of each side
 # and the ratio wireup/perftest of the medians (bandwidth: higher is better; latency: lower).
-# Exit 1 if a run failed or printed no number, or if a median ratio is grossly off (by more
-# than --gross, default 3x: wrong settings or a broken QP, not noise); a ratio beyond 5% is
+# Exit 1 if a run failed or printed no number, or if a median ratio of a bandwidth or typical
+# latency is grossly off (by more than --gross, default 3x: wrong settings or a broken QP, not
+# noise); a ratio beyond 5% is
 # printed, never fatal (the TCG VM shares two host cores with everything else).
 # --spy LIB (build/bench/libqp_attr_spy.so) is preloaded into perftest: each of its QPs prints
 # what ibv_query_qp says of it at RTS, shown in round 1 beside dp_bench's own "dp_bench qp".
@@ -194,7 +195,7 @@ done
 METRICS=()
 for z in "${SIZE_LIST[@]}"; do METRICS+=("write_bw_MiBps.$z"); done
 METRICS+=(write_lat_typical_us write_lat_avg_us read_lat_typical_us read_lat_avg_us)
-printf '\n%-24s %28s %28s %8s\n' metric "perftest median [min-max]" "wireup median [min-max]" "w/p"
+printf '\n%-24s %28s %28s %8s %8s\n' metric "perftest median [min-max]" "wireup median [min-max]" "w/p" "best w/p"
 for m in "${METRICS[@]}"; do
   line=$(awk -v m="$m" -v rounds="$ROUNDS" -v gross="$GROSS" '
     function median(a, n,   i, j, t) { for (i = 2; i <= n; ++i) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; --j) a[j + 1] = a[j]; a[j + 1] = t }
@@ -203,9 +204,12 @@ for m in "${METRICS[@]}"; do
     END {
       if (np < rounds || nw < rounds) { printf "%-24s MISSING: %d perftest and %d wireup numbers of %d\n", m, np, nw, rounds; exit 1 }
       pm = median(p, np); wm = median(w, nw); ratio = pm > 0 ? wm / pm : 0
-      bad = m ~ /MiBps/ ? ratio < 1 / gross : ratio > gross
+      # An average is printed, never judged: one descheduled step on a shared host moves it.
+      bad = m ~ /_avg_us/ ? 0 : m ~ /MiBps/ ? ratio < 1 / gross : ratio > gross
       off = m ~ /MiBps/ ? ratio < 0.95 : ratio > 1.05
-      printf "%-24s %10.2f [%.2f-%.2f] %10.2f [%.2f-%.2f] %8.3f%s\n", m, pm, p[1], p[np], wm, w[1], w[nw], ratio,
+      # best of each side (highest bandwidth, lowest latency): the least disturbed rounds
+      best = m ~ /MiBps/ ? (p[np] > 0 ? w[nw] / p[np] : 0) : (p[1] > 0 ? w[1] / p[1] : 0)
+      printf "%-24s %10.2f [%.2f-%.2f] %10.2f [%.2f-%.2f] %8.3f %8.3f%s\n", m, pm, p[1], p[np], wm, w[1], w[nw], ratio, best,
              bad ? "  GROSS GAP" : off ? "  (beyond 5%)" : ""
       exit bad ? 1 : 0
     }' "$RESULTS") && echo "$line" || { echo "$line"; fails=$((fails + 1)); }
