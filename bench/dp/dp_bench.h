@@ -1,6 +1,6 @@
 // dp_bench: the data path on a QP wireup handed over, measured the way perftest measures it
 // (ib_write_bw, ib_write_lat, ib_read_lat), so the two compare in the same VM boot
-// (scripts/dp-vs-perftest.sh).
+// (bench/scripts/dp-vs-perftest.sh).
 //
 // Files:
 //   dp_bench.cc     main(): options, MPI (the out-of-band channel only), the report lines

@@ -1,7 +1,7 @@
 // LD_PRELOAD into a program that drives its QPs itself (perftest -R through librdmacm) to
 // read, instead of derive, what its QPs were given: after each successful modify to RTS it
 // asks ibv_query_qp and prints one "qp_attr_spy" line in dp_bench's "dp_bench qp" format, so
-// the two can be compared field by field (scripts/dp-vs-perftest.sh --spy).
+// the two can be compared field by field (bench/scripts/dp-vs-perftest.sh --spy).
 //
 // librdmacm reaches ibv_modify_qp through the PLT (ucma_modify_qp_rtr/rts in cma.c), so the
 // definition here is the one it binds to; the real one is found with RTLD_NEXT.

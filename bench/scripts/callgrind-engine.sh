@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Instructions per connection, engine against SimMesh (the minimal driver making the same
 # provider calls), counted by callgrind: noise-free, so two builds compare exactly.
-#   scripts/callgrind-engine.sh [RANKS]        default 64 (RANKS*(RANKS-1)/2 connections)
+#   bench/scripts/callgrind-engine.sh [RANKS]        default 64 (RANKS*(RANKS-1)/2 connections)
 # Env: BENCH (default build/bench/engine_bench), OUT (default build/callgrind).
-# Ends with the difference summed by what it pays for (scripts/callgrind-groups.py).
+# Ends with the difference summed by what it pays for (bench/scripts/callgrind-groups.py).
 # Each side is counted alone (--toggle-collect on library functions, which the benchmark
 # cannot inline): SimMesh's listen/connect/run, and the engines' create/set_peers/start plus
 # the drive; building the simulated fabric, common to both, is left out.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 N=${1:-64}
 BENCH=${BENCH:-build/bench/engine_bench}
 OUT=${OUT:-build/callgrind}
@@ -45,4 +45,4 @@ awk -v m="$mesh" -v e="$engine" -v c="$conns" -v n="$N" -v k="$mac" 'BEGIN {
   printf "  engine / (SimMesh + the same MACs) = %.3f\n", e / (m + k)
 }'
 # Where the difference goes, by what it pays for.
-python3 scripts/callgrind-groups.py "$OUT/mesh.out" "$OUT/engine.out" "$conns"
+python3 bench/scripts/callgrind-groups.py "$OUT/mesh.out" "$OUT/engine.out" "$conns"

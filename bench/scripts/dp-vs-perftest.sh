@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The data path on wireup's QPs (bench/dp: dp_bench) against perftest's rdma_cm mode, in one
-# boot of the soft-RoCE VM (run it inside: scripts/vm/run.sh -- scripts/dp-vs-perftest.sh ...).
+# boot of the soft-RoCE VM (run it inside: scripts/vm/run.sh -- bench/scripts/dp-vs-perftest.sh ...).
 #
 #   dp-vs-perftest.sh --dp-bench BIN [--rounds N] [--sizes 64,1024,4096,65536]
 #                     [--bw-iters N] [--lat-iters N] [--config FILE] [--gross X] [--dev rxe0]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# In-VM half of scripts/compare-cmtime.sh (run it through that script, not by hand):
+# In-VM half of bench/scripts/compare-cmtime.sh (run it through that script, not by hand):
 #   compare-cmtime-vm.sh A2A_BINARY TUNING.toml OUT_DIR CW:QW N...
 # For each N, in this order on rxe0: rdma-core's cmtime (N connections, client and server in
 # this VM), ucmatose (N connections, one message each way), and wireup_a2a with 2 ranks x N

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the engine's instructions go beyond SimMesh's, by what they pay for.
 
-Reads the two profiles scripts/callgrind-engine.sh writes (SimMesh's and the engines'),
+Reads the two profiles bench/scripts/callgrind-engine.sh writes (SimMesh's and the engines'),
 takes each function's exclusive instructions in the engine's profile minus those in
 SimMesh's, divides by the connections, and sums the differences into groups by the
 function's name (the first rule that matches wins). The groups add up to the whole

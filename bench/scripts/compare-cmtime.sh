@@ -6,14 +6,14 @@
 #            every id migrated to the steady channel, QPNs cross-checked, a SEND each way)
 # and prints each rate and the runner's ratios to them. Target (issue 16): >= 1.5x cmtime at every N.
 #
-#   scripts/compare-cmtime.sh [--build DIR] [--tuning FILE] [--window CW:QW] [N ...]
+#   bench/scripts/compare-cmtime.sh [--build DIR] [--tuning FILE] [--window CW:QW] [N ...]
 #        (default N: 64 256 1024; the runner runs twice per N: with the tuning file's windows,
 #        tests/mpi/vm.toml's 8:16, and with connect_window:qp_create_window = CW:QW, 32:64)
 #
 # The rates come from an emulated machine (qemu TCG, 2 vCPUs): compare them with each other,
 # in the same boot, never with hardware. Raw outputs stay in BUILD/compare-cmtime/.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$ROOT/build
 TUNING=$ROOT/tests/mpi/vm.toml
 # 2 x 256 in one loaded boot at f5c7b74: 8:16 72-87 conn/s, 32:64 134-200, 256:512 147-154
@@ -44,7 +44,7 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 cd "$BUILD"
 "$ROOT/scripts/vm/run.sh" --timeout 3600 --share "$BUILD" -- \
-  "$ROOT/scripts/compare-cmtime-vm.sh" "$A2A" "$TUNING" "$OUT" "$WINDOW" "${NS[@]}" >"$OUT/vm.log" 2>&1 || {
+  "$ROOT/bench/scripts/compare-cmtime-vm.sh" "$A2A" "$TUNING" "$OUT" "$WINDOW" "${NS[@]}" >"$OUT/vm.log" 2>&1 || {
   echo "compare-cmtime: the VM run failed; its log:" >&2
   tail -n 40 "$OUT/vm.log" >&2
   exit 1

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Engine CPU and bytes per connection against SimMesh, this build and another one run
 # alternately (so that a change of the machine's load falls on both alike), medians printed.
-#   scripts/bench-vs.sh OTHER_ENGINE_BENCH [RUNS] [RANKS]     defaults: 5 runs, 128 ranks
+#   bench/scripts/bench-vs.sh OTHER_ENGINE_BENCH [RUNS] [RANKS]     defaults: 5 runs, 128 ranks
 # Env: BENCH (default build/bench/engine_bench).
 # Each run is one `engine_bench --benchmark_filter=BM_EngineVsMesh/RANKS/` process: SimMesh
 # and the engine timed in the same iteration (CPU time), so each run's ratio is against a
 # baseline of the same moment; the medians are of those per-run figures.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OTHER=${1:?usage: bench-vs.sh OTHER_ENGINE_BENCH [RUNS] [RANKS]}
 RUNS=${2:-5}
 N=${3:-128}

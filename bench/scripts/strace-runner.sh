@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The runner's system calls per connection per rank on rxe, in one soft-RoCE VM boot:
-# wireup_a2a 2 ranks x N lanes (as scripts/compare-cmtime-vm.sh runs it) with each rank under
+# wireup_a2a 2 ranks x N lanes (as bench/scripts/compare-cmtime-vm.sh runs it) with each rank under
 # `strace -f -c`, then a table per system call: calls and failed calls (EAGAIN for the
 # reads and writes that found nothing) per connection per rank at each N, and the marginal
 # cost between the smallest and the largest N (the process start, the bootstrap and the
 # checks cancel out there).
 #
-#   scripts/strace-runner.sh [--build DIR] [--tuning FILE] [--window CW:QW] [--no-run] [N ...]
+#   bench/scripts/strace-runner.sh [--build DIR] [--tuning FILE] [--window CW:QW] [--no-run] [N ...]
 #        (default N: 64 256; --window: engine.connect_window:qp_create_window through the
 #        environment, as compare-cmtime.sh's second run; default: the tuning file's, vm.toml;
 #        --no-run: the table again from the traces of the last run, no VM)
@@ -15,7 +15,7 @@
 # count that depends on time (idle waits, retries) is higher than without it.
 # Raw outputs stay in BUILD/strace-runner/.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 if [ "${1:-}" = --in-vm ]; then  # the guest's half: A2A TUNING OUT WIN N...
   A2A=$2 TUNING=$3 OUT=$4 WIN=$5
@@ -68,7 +68,7 @@ if ((RUN)); then
   mkdir -p "$OUT"
   cd "$BUILD"
   "$ROOT/scripts/vm/run.sh" --timeout 1800 --share "$BUILD" -- \
-    "$ROOT/scripts/strace-runner.sh" --in-vm "$A2A" "$TUNING" "$OUT" "$WINDOW" "${NS[@]}" >"$OUT/vm.log" 2>&1 || {
+    "$ROOT/bench/scripts/strace-runner.sh" --in-vm "$A2A" "$TUNING" "$OUT" "$WINDOW" "${NS[@]}" >"$OUT/vm.log" 2>&1 || {
     echo "strace-runner: the VM run failed; its log:" >&2
     tail -n 40 "$OUT/vm.log" >&2
     exit 1
