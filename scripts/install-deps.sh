@@ -21,6 +21,8 @@ PKGS=(
   jq
   # the data path against perftest (perf.dp_vs_perftest) and the RoCE TOS capture (twonode tos)
   perftest tcpdump
+  # the man pages (man/*.md through pandoc; `man` reads them back in tests/install)
+  pandoc man-db
   # message authentication of the private data (issue: handshake), PMIx bootstrap, build cache
   libsodium-dev libpmix-dev ccache
 )

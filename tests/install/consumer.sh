@@ -52,6 +52,26 @@ echo "  nm -C lib/libwireup.a | grep -cE '$support_re' = $n ($(grep -cE "$suppor
      "in libwireup_sim.a)"
 ((n == 0)) || { grep -E "$support_re" "$out/nm.txt" | head; fail "test-support symbols in libwireup.a"; }
 
+step "a man page for every exported function"
+# Every C function the archive exports (T wireup_*) has share/man/man3/<function>.3 (the page
+# itself or its alias), and `man` finds the installed page through the prefix.
+fns=$(sed -n 's/^[0-9a-f]* T \(wireup_[a-z0-9_]*\)$/\1/p' "$out/nm.txt" | sort -u)
+[[ -n $fns ]] || fail "nm lists no exported wireup_ function"
+missing=()
+for fn in $fns; do [[ -f $prefix/share/man/man3/$fn.3 ]] || missing+=("$fn"); done
+((${#missing[@]} == 0)) || fail "no man page for: ${missing[*]} (add it to a man/*.md NAME line)"
+echo "  $(wc -w <<<"$fns") functions, each with share/man/man3/<function>.3"
+[[ -f $prefix/share/man/man7/wireup.7 ]] || fail "not installed: share/man/man7/wireup.7"
+if command -v man >/dev/null; then
+  page=$(man --manpath="$prefix/share/man" -w wireup_progress) || fail "man -w wireup_progress finds nothing under $prefix/share/man"
+  [[ $page == "$prefix/share/man/man3/wireup_progress.3"* ]] || fail "man -w wireup_progress gave $page"
+  MANWIDTH=80 man --manpath="$prefix/share/man" wireup_fd 2>/dev/null | grep -q '^WIREUP_PROGRESS(3)' ||
+    fail "man wireup_fd does not show wireup_progress(3)'s page"
+  echo "  man -w wireup_progress: $page; man wireup_fd shows its page"
+else
+  fail "man is not installed (Debian: man-db, scripts/install-deps.sh)"
+fi
+
 step "no PMIx in the installed libwireup.a (the PMIx bootstrap is optional, src/bootstrap)"
 # Neither the bootstrap's code nor a reference to PMIx: a transport need not have OpenPMIx.
 # The positive control is the bootstrap's own archive, where this build has one.
