@@ -20,7 +20,8 @@
 # printed, never fatal (the TCG VM shares two host cores with everything else).
 # --spy LIB (build/bench/libqp_attr_spy.so) is preloaded into perftest: each of its QPs prints
 # what ibv_query_qp says of it at RTS, shown in round 1 beside dp_bench's own "dp_bench qp".
-# --bind-to goes to mpirun (Open MPI binds 2 ranks to cores by default; perftest runs unbound).
+# --bind-to goes to mpirun: "none" by default, as perftest runs (Open MPI would pin 2 ranks to
+# cores, and a pinned rank cannot move off a vCPU the host has descheduled).
 set -euo pipefail
 
 # perftest -R leaves the ACK timeout to the CM (it sets only the TOS: perftest_communication.c).
@@ -29,7 +30,7 @@ set -euo pipefail
 # value perftest's first QP reports, unless --ack-timeout says otherwise; dp_bench's QPs get the
 # same (qp.timeout), printed per rank.
 ACK_TIMEOUT=19 ACK_TIMEOUT_GIVEN=0
-SPY="" BIND=core
+SPY="" BIND=none
 IDLE=spin  # dp_bench --idle: its waiting rank spins as perftest's does, or sleeps
 DP="" ROUNDS=4 SIZES=64,1024,4096,65536 BW_ITERS=5000 LAT_ITERS=1000 CONFIG="" GROSS=3 DEV=rxe0 ADDR=10.0.0.1
 while (($#)); do
