@@ -7,7 +7,7 @@
 # Env: ASAN_BUILD_DIR (default ./build-asan), WIREUP_JOBS (default nproc), ASAN_VM_MEM (guest MB for --vm, default 6144); ASAN_OPTIONS,
 # UBSAN_OPTIONS, LSAN_OPTIONS are added to the defaults below (later options win).
 #
-# Steps: configure with -DWIREUP_SANITIZE=ON (-O1 -g, assert()s live, no benchmarks); prove
+# Steps: configure with -DWIREUP_SANITIZE=ON (-O1 -g1: a report needs only line tables, and full debug info more than doubles the compile; assert()s live, no benchmarks); prove
 # on a canary that this compiler's ASan, LSan and UBSan do report (a sanitizer that reports
 # nothing proves nothing: LSan, for one, needs ptrace and fails in some containers); build only
 # the executables the unit tests run; run `ctest -L unit`. Exit status: ctest's, or 2 if the
@@ -39,7 +39,7 @@ fi
 
 t0=$(date +%s)
 cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DWIREUP_SANITIZE=ON -DWIREUP_BUILD_BENCH=OFF >/dev/null
 
 # --- canary: each sanitizer must catch its own deliberate bug ---------------------------
