@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# The whole test suite from a fresh clone: installs what is missing, builds, runs the unit
-# tests on the host and the real-stack suite inside the soft-RoCE VM (one boot); the two-node
-# suite across a pair of VMs (ctest label twonode, one boot of the pair); then the
-# unit suite again under ASan+UBSan+LSan (scripts/sanitize.sh, build-asan) and a short run of
-# every fuzz target (scripts/fuzz.sh, build-fuzz).
-#   scripts/test.sh [extra ctest args]      e.g. scripts/test.sh -L unit
+# The test suite from a fresh clone: installs what is missing, builds, runs the unit tests on
+# the host and the real-stack suite inside the soft-RoCE VM (one boot); the two-node suite
+# across a pair of VMs (one boot of the pair); then the unit suite again under
+# ASan+UBSan+LSan (scripts/sanitize.sh, build-asan) and a short run of every fuzz target
+# (scripts/fuzz.sh, build-fuzz).
+#
+# Two slices (docs/testing.md lists what each holds):
+#   scripts/test.sh [extra ctest args]   the CI slice: every test but those labelled `long`
+#                                        (.ci/run runs this; it must stay under 45 minutes)
+#   scripts/test.sh --full [...]         everything: also the long tests (vm.suite.long, the
+#                                        pair's long cases), in their own boots
+#   e.g. scripts/test.sh -L unit
 # Env: BUILD_DIR (default ./build), WIREUP_JOBS (default nproc);
 #      TEST_SANITIZE=0 skips the sanitizer suite, TEST_FUZZ_SECONDS (default 20 per target,
 #      0 skips the fuzz run), TEST_TWONODE=0 skips the two-node suite. Exit status: non-zero
@@ -14,6 +20,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 JOBS=${WIREUP_JOBS:-$(nproc)}
+SLICE=ci
+if [ "${1:-}" = --full ]; then SLICE=full; shift; fi
+# The CI slice leaves out the tests labelled long (and so vm.suite.long, twonode.suite.long).
+long_filter='|long'
+[ "$SLICE" = full ] && long_filter=''
 
 scripts/install-deps.sh
 t0=$(date +%s)
@@ -40,7 +51,8 @@ ctest_summary() { grep -E '^[0-9]+% tests passed' "$1" | tail -1 || true; }
 # in_vm tests run inside the VM through vm.suite, never directly on the host.
 # (a log of an earlier run must not pass for this one's)
 rm -f "$BUILD_DIR/tests/vm/Testing/Temporary/LastTest.log"
-run_part "$BUILD_DIR/test-main.log" ctest --test-dir "$BUILD_DIR" --output-on-failure -LE 'in_vm|twonode' "$@"
+echo "test.sh: slice $SLICE"
+run_part "$BUILD_DIR/test-main.log" ctest --test-dir "$BUILD_DIR" --output-on-failure -LE "in_vm|twonode$long_filter" "$@"
 main_rc=$part_rc main_secs=$part_secs
 # vm.suite shows its inner output only on failure: print the inner result lines either way.
 inner=$BUILD_DIR/tests/vm/Testing/Temporary/LastTest.log
@@ -55,7 +67,9 @@ twonode_rc=skip twonode_secs=0
 if [ "${TEST_TWONODE:-1}" != 0 ] && (($# == 0)); then
   tn_inner=$BUILD_DIR/Testing/Temporary/LastTest.log
   rm -f "$tn_inner"
-  run_part "$BUILD_DIR/test-twonode.log" ctest --test-dir "$BUILD_DIR" --output-on-failure -L twonode
+  twonode_filter=()
+  [ "$SLICE" = full ] || twonode_filter=(-LE long)
+  run_part "$BUILD_DIR/test-twonode.log" ctest --test-dir "$BUILD_DIR" --output-on-failure -L twonode "${twonode_filter[@]}"
   twonode_rc=$part_rc twonode_secs=$part_secs
   if [ -f "$tn_inner" ]; then
     echo "test.sh: across the pair:"
@@ -77,7 +91,7 @@ fi
 
 status() { case $1 in skip) echo "skipped" ;; 0) echo "ok" ;; *) echo "FAILED (exit $1)" ;; esac; }
 echo
-echo "test.sh: summary (build $((t1 - t0)) s)"
+echo "test.sh: summary, slice $SLICE (build $((t1 - t0)) s)"
 printf '  %-22s %-16s %5d s  %s\n' "tests" "$(status "$main_rc")" "$main_secs" \
   "$(ctest_summary "$BUILD_DIR/test-main.log")"
 if [ "$twonode_rc" != skip ]; then
