@@ -19,6 +19,8 @@ PKGS=(
   # fuzzers and sanitizers
   clang libclang-rt-14-dev
   jq
+  # the ABI check (scripts/abi-check.sh: abidw, abidiff)
+  abigail-tools
   # message authentication of the private data (issue: handshake), PMIx bootstrap, build cache
   libsodium-dev libpmix-dev ccache
 )
