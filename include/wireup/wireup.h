@@ -105,7 +105,7 @@ const char* wireup_strerror(wireup_status_t status);
 /* The version of the library the program runs with (WIREUP_VERSION_* are those of the headers
  * it was compiled against). Any pointer may be NULL. */
 void wireup_version(unsigned* major, unsigned* minor, unsigned* patch);
-/* The same as "0.1.0"; static, never NULL. */
+/* The same as text, "MAJOR.MINOR.PATCH"; static, never NULL. */
 const char* wireup_version_string(void);
 
 /* Zeroes the struct *ptr and sets its struct_size to the caller's sizeof (see "Growing
