@@ -158,7 +158,7 @@ void RdmaRank::open(uint32_t rank, uint32_t nranks, uint64_t job_key) {
   w_.emplace(ctx_, wireup::Params{rank, nranks, 0, job_key}, [this](const wireup::QpRequest& r) { return create_qp(r); },
              [this](const wireup::QpRequest&, ibv_qp* qp) { release_qp(qp); });
   w_->on_event([this](const wireup_event_t& ev) {
-    if (ev.type == WIREUP_EVENT_DISCONNECTED) disconnected_.insert({ev.peer, ev.lane});
+    if (ev.type == WIREUP_EVENT_DISCONNECTED || ev.type == WIREUP_EVENT_RTU_LOST) disconnected_.insert({ev.peer, ev.lane});
   });
 }
 

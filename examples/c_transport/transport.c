@@ -38,7 +38,7 @@ struct transport {
   struct ibv_cq* cq;
   unsigned released;     /* QPs of failed attempts handed back by wireup */
   unsigned disconnects;  /* steady-state events seen */
-  unsigned lanes_lost;   /* results whose peer never got the RTU ("RTU_LOST"): not reconnected */
+  unsigned lanes_lost;   /* results whose peer never got the RTU (WIREUP_EVENT_RTU_LOST): not reconnected */
 };
 
 /* Address as exchanged: fixed size so that MPI_Allgather can carry it. */
@@ -77,7 +77,7 @@ static void on_event(void* arg, const wireup_event_t* ev) {
   t->disconnects += ev->type == WIREUP_EVENT_DISCONNECTED;
   /* The lane's QP stays ours (it is still in the results, never released): we stop using it
    * and destroy it at teardown like every other. */
-  t->lanes_lost += strcmp(ev->name, "RTU_LOST") == 0;
+  t->lanes_lost += ev->type == WIREUP_EVENT_RTU_LOST;
 }
 
 /* The device's async events the library did not answer itself (it answers COMM_EST; this

@@ -22,7 +22,7 @@
  * good, its QP is never released, and wireup never tears it down or reconnects it behind the
  * transport's back. If the peer later turns out never to have got the connection's last CM
  * message (every RTU lost: the peer has no connection behind this QP), wireup does not repair
- * the lane; it reports it lost (WIREUP_EVENT_DISCONNECTED named "RTU_LOST" here, a
+ * the lane; it reports it lost (WIREUP_EVENT_RTU_LOST here, a
  * wireup_peer_error_t of kind WIREUP_ERROR_RTU_LOST on the peer), and the QP stays the transport's.
  *
  * Conventions of every function below:

@@ -16,16 +16,16 @@ extern "C" {
 #endif
 
 typedef enum wireup_event_type {
-  WIREUP_EVENT_DISCONNECTED = 1,   /* the peer disconnected (or its node went away); status
-                                      -ECONNRESET, name "RTU_LOST": the peer never got this
-                                      handed-over connection's RTU and has no connection
-                                      behind it; wireup does not reconnect it: stop using the
-                                      lane, move its QP to ERR, destroy it when done (the
-                                      CM's own DISCONNECTED, TIMEWAIT_EXIT follow) */
+  WIREUP_EVENT_DISCONNECTED = 1,   /* the peer disconnected (or its node went away) */
   WIREUP_EVENT_DEVICE_REMOVAL = 2, /* the device under the connection is going away */
   WIREUP_EVENT_ADDR_CHANGE = 3,    /* the local address moved (a bonding failover) */
   WIREUP_EVENT_TIMEWAIT_EXIT = 4,  /* the QP left timewait: its QPN may be reused */
-  WIREUP_EVENT_OTHER = 5
+  WIREUP_EVENT_OTHER = 5,          /* any other CM event of an established connection */
+  WIREUP_EVENT_RTU_LOST = 6        /* name "RTU_LOST", status -ECONNRESET: the peer never got
+                                      this handed-over connection's RTU and has no connection
+                                      behind it; wireup does not reconnect it: stop using the
+                                      lane, move its QP to ERR, destroy it when done (the CM's
+                                      own DISCONNECTED and TIMEWAIT_EXIT of its id follow) */
 } wireup_event_type_t;
 
 /* The peer and lane of an event of this rank's listener (its device removed, its address
@@ -39,7 +39,7 @@ typedef struct wireup_event {
   uint32_t lane;
   wireup_event_type_t type;
   int status;        /* the CM event's status */
-  const char* name;  /* the CM event's name ("DISCONNECTED"), or "RTU_LOST" (see above) */
+  const char* name;  /* the CM event's name ("DISCONNECTED"), or "RTU_LOST": for logs */
 } wireup_event_t;
 
 typedef void (*wireup_event_fn)(void* arg, const wireup_event_t* ev);

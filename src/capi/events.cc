@@ -49,7 +49,8 @@ wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn_ptr, void* arg) 
     w->engine->on_steady_event([fn_ptr, arg](const SteadyEvent& e) {
       const bool listener = e.scope == SteadyEvent::Scope::listener;
       const wireup_event_t ev{sizeof(wireup_event_t), listener ? WIREUP_EVENT_PEER_LISTENER : e.peer, listener ? WIREUP_EVENT_PEER_LISTENER : e.lane,
-                              event_type(e.type), e.status, e.rtu_lost ? "RTU_LOST" : prov::to_string(e.type)};
+                              e.rtu_lost ? WIREUP_EVENT_RTU_LOST : event_type(e.type), e.status,
+                              e.rtu_lost ? "RTU_LOST" : prov::to_string(e.type)};
       fn_ptr(arg, &ev);
     });
     return WIREUP_OK;
