@@ -27,10 +27,12 @@ foreach(l IN LISTS WIREUP_SHIPPED_LAYERS)
   endif()
 endforeach()
 add_library(wireup STATIC ${objs})
+include(${PROJECT_SOURCE_DIR}/cmake/WireupAbi.cmake)
 add_library(wireup::wireup ALIAS wireup)
 set_target_properties(wireup PROPERTIES LINKER_LANGUAGE CXX EXPORT_NAME wireup)
 target_include_directories(wireup INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+  $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 # The public headers include nothing of these: the consumer links them, never compiles with them.
 target_link_libraries(wireup PRIVATE PkgConfig::IBVERBS PkgConfig::RDMACM PkgConfig::HWLOC
@@ -47,6 +49,8 @@ endif()
 # component Runtime). `cmake --install` installs both; tests/install takes Development alone.
 install(TARGETS wireup EXPORT wireupTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/wireup DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  COMPONENT Development)
+install(FILES ${PROJECT_BINARY_DIR}/include/wireup/wireup_version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wireup
   COMPONENT Development)
 
 set(WIREUP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/wireup)

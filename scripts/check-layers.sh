@@ -109,7 +109,8 @@ while IFS= read -r -d '' file; do
         report "$rel:$line: error: \"$inc\" is in src/$(dirname "$inc"), which is not in the layer table"
         continue
       fi
-    elif [[ -f $ROOT/include/$inc ]]; then
+    elif [[ -f $ROOT/include/$inc || -f $ROOT/cmake/$(basename "$inc").in && $inc == wireup/* ]]; then
+      # include/wireup, or a public header CMake generates from cmake/<name>.in (wireup_version.h)
       to=api
     elif [[ $kind == '"' ]]; then
       report "$rel:$line: error: \"$inc\" names no header of src/ or include/"

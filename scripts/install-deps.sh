@@ -23,7 +23,9 @@ PKGS=(
   perftest tcpdump
   # the man pages (man/*.md through pandoc; `man` reads them back in tests/install)
   pandoc man-db
-  # message authentication of the private data (issue: handshake), PMIx bootstrap, build cache
+  # the ABI check (scripts/abi-check.sh: abidw, abidiff)
+  abigail-tools
+  # message authentication of the private data, PMIx bootstrap, build cache
   libsodium-dev libpmix-dev ccache
 )
 

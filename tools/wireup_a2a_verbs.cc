@@ -55,10 +55,9 @@ const char* status_name(wireup_status_t s) {
 
 // "rejected(35)", "local_error(not_supported)", "timed_out".
 std::string failure_kind(const wireup_peer_error_t& e) {
-  const std::string kind = e.kind != nullptr ? e.kind : "unknown";
-  if (kind == "rejected") return "rejected(" + std::to_string(e.reject_reason) + ")";
-  if (kind == "local_error") return "local_error(" + std::string(status_name(e.status)) + ")";
-  return kind;
+  if (e.kind == WIREUP_ERROR_REJECTED) return "rejected(" + std::to_string(e.reject_reason) + ")";
+  if (e.kind == WIREUP_ERROR_LOCAL) return "local_error(" + std::string(status_name(e.status)) + ")";
+  return wireup_error_kind_name(e.kind);
 }
 
 std::string errno_text(const char* call, int err) { return std::string(call) + ": " + std::strerror(err); }
@@ -159,7 +158,7 @@ void RdmaRank::open(uint32_t rank, uint32_t nranks, uint64_t job_key) {
   w_.emplace(ctx_, wireup::Params{rank, nranks, 0, job_key}, [this](const wireup::QpRequest& r) { return create_qp(r); },
              [this](const wireup::QpRequest&, ibv_qp* qp) { release_qp(qp); });
   w_->on_event([this](const wireup_event_t& ev) {
-    if (ev.type == WIREUP_EVENT_DISCONNECTED) disconnected_.insert({ev.peer, ev.lane});
+    if (ev.type == WIREUP_EVENT_DISCONNECTED || ev.type == WIREUP_EVENT_RTU_LOST) disconnected_.insert({ev.peer, ev.lane});
   });
 }
 
@@ -215,10 +214,12 @@ RankReport make_report(uint32_t rank, RdmaRank& rr, double wireup_s, const std::
   r.strangers = n.strangers;
   r.events = n.events;
   for (const wireup::Wireup::Tally& t : w.tallies()) {
-    if (t.group == "rejects_received") r.rejects_received[std::stoi(t.key)] = t.count;
-    else if (t.group == "rejects_sent") r.rejects_sent[t.key] = t.count;
-    else if (t.group == "failures") r.failures[t.key] = t.count;
-    else if (t.group == "ece_outcomes") r.ece_outcomes[t.key] = t.count;
+    switch (t.group) {
+      case WIREUP_TALLY_REJECTS_RECEIVED: r.rejects_received[int(t.key)] = t.count; break;
+      case WIREUP_TALLY_REJECTS_SENT: r.rejects_sent[t.key_name] = t.count; break;
+      case WIREUP_TALLY_FAILURES: r.failures[t.key_name] = t.count; break;
+      case WIREUP_TALLY_ECE_OUTCOMES: r.ece_outcomes[t.key_name] = t.count; break;
+    }
   }
   for (size_t p = 0; p < kPhases; ++p)
     for (uint64_t ns : w.phase_samples(static_cast<wireup_phase_t>(p))) r.samples[p].push_back(int64_t(ns));

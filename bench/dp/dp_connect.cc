@@ -90,8 +90,16 @@ void connect(Link& l, Oob& oob, int rank, uint64_t job_key, const std::string& c
 
   l.send_depth = send_depth;
   l.max_inline = max_inline;
-  wireup_params_t wp{uint32_t(rank), 2, 1, job_key, release_qp};
-  if (wireup_create(l.ctx, &wp, create_qp, &l, &l.w) != WIREUP_OK)
+  wireup_params_t wp;
+  wireup_params_init(&wp);
+  wp.rank = uint32_t(rank);
+  wp.nranks = 2;
+  wp.lanes = 1;
+  wp.job_key = job_key;
+  wp.qp_create = create_qp;
+  wp.qp_release = release_qp;
+  wp.qp_arg = &l;
+  if (wireup_create(l.ctx, &wp, &l.w) != WIREUP_OK)
     fail(std::string("wireup_create: ") + wireup_last_error(nullptr));
   std::vector<uint8_t> mine(WIREUP_ADDRESS_MAX);
   size_t len = mine.size();
@@ -113,10 +121,12 @@ void connect(Link& l, Oob& oob, int rank, uint64_t job_key, const std::string& c
   if (wireup_result_count(l.w) != 1) {
     std::string why = "no connection to rank " + std::to_string(1 - rank);
     wireup_peer_error_t e;
+    WIREUP_STRUCT_INIT(&e);
     if (wireup_error_count(l.w) > 0 && wireup_error_get(l.w, 0, &e) == WIREUP_OK) why += std::string(": ") + e.message;
     fail(why);
   }
   wireup_result_t r;
+  WIREUP_STRUCT_INIT(&r);
   (void)wireup_result_get(l.w, 0, &r);
   l.qp = r.qp;
   l.active = r.active != 0;

@@ -38,7 +38,7 @@ struct transport {
   struct ibv_cq* cq;
   unsigned released;     /* QPs of failed attempts handed back by wireup */
   unsigned disconnects;  /* steady-state events seen */
-  unsigned lanes_lost;   /* results whose peer never got the RTU ("RTU_LOST"): not reconnected */
+  unsigned lanes_lost;   /* results whose peer never got the RTU (WIREUP_EVENT_RTU_LOST): not reconnected */
 };
 
 /* Address as exchanged: fixed size so that MPI_Allgather can carry it. */
@@ -77,7 +77,7 @@ static void on_event(void* arg, const wireup_event_t* ev) {
   t->disconnects += ev->type == WIREUP_EVENT_DISCONNECTED;
   /* The lane's QP stays ours (it is still in the results, never released): we stop using it
    * and destroy it at teardown like every other. */
-  t->lanes_lost += strcmp(ev->name, "RTU_LOST") == 0;
+  t->lanes_lost += ev->type == WIREUP_EVENT_RTU_LOST;
 }
 
 /* The device's async events the library did not answer itself (it answers COMM_EST; this
@@ -150,6 +150,7 @@ static int exchange_messages(struct transport* t, wireup_t* w, int rank) {
   wireup_result_t* r = calloc(n, sizeof *r);
   int bad = 0;
   for (size_t i = 0; i < n; ++i) {
+    WIREUP_STRUCT_INIT(&r[i]);
     wireup_result_get(w, i, &r[i]);
     struct ibv_sge sge = {(uintptr_t)(buf + (2 * i + 1) * MSG_BYTES), MSG_BYTES, mr->lkey};
     struct ibv_recv_wr wr = {.wr_id = 2 * i + 1, .sg_list = &sge, .num_sge = 1}, *badwr;
@@ -208,7 +209,10 @@ static int exchange_large_messages(struct transport* t, wireup_t* w, int rank, e
                                    size_t bytes, unsigned* initiated, unsigned* accepted) {
   size_t n = wireup_result_count(w);
   wireup_result_t* r = calloc(n > 0 ? n : 1, sizeof *r);
-  for (size_t i = 0; i < n; ++i) wireup_result_get(w, i, &r[i]);
+  for (size_t i = 0; i < n; ++i) {
+    WIREUP_STRUCT_INIT(&r[i]);
+    wireup_result_get(w, i, &r[i]);
+  }
   struct rndv* x = rndv_create(t->pd, t->cq, r, n, rank, protocol, bytes);
   free(r);
   MPI_Barrier(MPI_COMM_WORLD); /* every receive is posted before anyone sends an RTS */
@@ -226,6 +230,7 @@ static int cross_check_qpns(wireup_t* w, int rank, int nranks, unsigned lanes) {
   uint32_t* theirs = calloc((size_t)nranks * per, sizeof *theirs);
   for (size_t i = 0; i < wireup_result_count(w); ++i) {
     wireup_result_t r;
+    WIREUP_STRUCT_INIT(&r);
     wireup_result_get(w, i, &r);
     mine[r.peer * per + 2 * r.lane] = r.local_qpn;
     mine[r.peer * per + 2 * r.lane + 1] = r.remote_qpn;
@@ -289,9 +294,17 @@ int main(int argc, char** argv) {
 
   uint64_t key = rank == 0 ? random_key() : 0;
   MPI_Bcast(&key, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  wireup_params_t wp = {(uint32_t)rank, (uint32_t)nranks, lanes, key, release_qp};
+  wireup_params_t wp;
+  wireup_params_init(&wp);
+  wp.rank = (uint32_t)rank;
+  wp.nranks = (uint32_t)nranks;
+  wp.lanes = lanes;
+  wp.job_key = key;
+  wp.qp_create = create_qp;
+  wp.qp_release = release_qp;
+  wp.qp_arg = &t;
   wireup_t* w = NULL;
-  if (wireup_create(ctx, &wp, create_qp, &t, &w) != WIREUP_OK) die(rank, "wireup_create", wireup_last_error(NULL));
+  if (wireup_create(ctx, &wp, &w) != WIREUP_OK) die(rank, "wireup_create", wireup_last_error(NULL));
   wireup_on_event(w, on_event, &t);
   wireup_on_device_event(w, on_device_event, &t);
 
@@ -314,6 +327,7 @@ int main(int argc, char** argv) {
   size_t nres = wireup_result_count(w), nerr = wireup_error_count(w);
   for (size_t i = 0; i < nerr; ++i) {
     wireup_peer_error_t e;
+    WIREUP_STRUCT_INIT(&e);
     wireup_error_get(w, i, &e);
     fprintf(stderr, "rank %d: no connection to rank %u lane %u: %s\n", rank, e.peer, e.lane, e.message);
   }
@@ -350,6 +364,7 @@ int main(int argc, char** argv) {
   struct ibv_qp** qps = calloc(nres + 1, sizeof *qps);
   for (size_t i = 0; i < nres; ++i) {
     wireup_result_t r;
+    WIREUP_STRUCT_INIT(&r);
     wireup_result_get(w, i, &r);
     qps[i] = r.qp;
   }

@@ -22,8 +22,8 @@
  * good, its QP is never released, and wireup never tears it down or reconnects it behind the
  * transport's back. If the peer later turns out never to have got the connection's last CM
  * message (every RTU lost: the peer has no connection behind this QP), wireup does not repair
- * the lane; it reports it lost (WIREUP_EVENT_DISCONNECTED named "RTU_LOST" here, a
- * wireup_peer_error_t of kind "rtu_lost" on the peer), and the QP stays the transport's.
+ * the lane; it reports it lost (WIREUP_EVENT_RTU_LOST here, a
+ * wireup_peer_error_t of kind WIREUP_ERROR_RTU_LOST on the peer), and the QP stays the transport's.
  *
  * Conventions of every function below:
  *  - Return wireup_status_t (WIREUP_OK = 0) unless stated; output parameters are written only
@@ -37,12 +37,38 @@
  *    time. Different contexts may be used from different threads.
  *  - Callbacks run inside the wireup call that triggered them; they must not call wireup
  *    functions on the same handle.
+ *  - Enums: every value is listed here with its meaning; a *_name() function gives the text
+ *    logs and wireup_stats_json() use ("rejected", "negotiated"). Compare the values, never the
+ *    text. A newer library may add values at the end: treat one you do not know as "other".
+ *
+ * Growing structs (the ABI rule: wireup_version.h says which headers a program was built with):
+ *  - Every struct the caller allocates starts with `uint32_t struct_size`, the caller's
+ *    sizeof. Set it with the struct's init function (wireup_context_params_init,
+ *    wireup_params_init) or WIREUP_STRUCT_INIT(&s) (the output structs): both zero the struct
+ *    first. A struct_size of 0 (a struct never initialized) is refused.
+ *  - The library reads and writes only the first min(struct_size, its own sizeof) bytes. A
+ *    program built against older headers passes a smaller struct: the fields it lacks take
+ *    their documented defaults (inputs) or are not written (outputs). A program built against
+ *    newer headers passes a larger one: inputs are accepted only if everything past what this
+ *    library knows is zero (it asks for nothing new), else WIREUP_ERR_INVALID_ARGUMENT;
+ *    outputs get that tail zeroed. A struct_size below the first layout shipped is
+ *    WIREUP_ERR_INVALID_ARGUMENT, naming the struct and both sizes.
+ *  - Structs the library allocates and hands to callbacks (wireup_qp_request_t,
+ *    wireup_event_t, wireup_device_event_t, wireup_lane_event_t) carry the library's own
+ *    struct_size: read a field only if WIREUP_HAS_FIELD(ev, field).
+ *  - Fields are only ever appended, never removed, reordered or retyped; the meaning of a
+ *    field never changes. wireup_peer_t is the exception: it is an array element (the stride
+ *    is the caller's sizeof), it has no struct_size and will not grow.
+ *  - What would break a program built against older headers bumps WIREUP_VERSION_MAJOR.
  */
 #ifndef WIREUP_WIREUP_H
 #define WIREUP_WIREUP_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "wireup/wireup_version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,7 +83,7 @@ struct ibv_qp;
 typedef enum wireup_status {
   WIREUP_OK = 0,
   WIREUP_ERR_INVALID_ARGUMENT = 1, /* NULL handle or pointer, malformed value, index out of range */
-  WIREUP_ERR_INVALID_STATE = 2,    /* call out of order (progress before start, ...) */
+  WIREUP_ERR_INVALID_STATE = 2,    /* call out of order (progress before start, a second start) */
   WIREUP_ERR_BUFFER_TOO_SMALL = 3, /* like ERANGE: *len now holds the size needed */
   WIREUP_ERR_NO_DEVICE = 4,        /* no RDMA device, or none usable after include/exclude */
   WIREUP_ERR_CONFIG = 5,           /* configuration file / environment / override invalid */
@@ -76,6 +102,21 @@ typedef enum wireup_status {
 /* A static one-line description of `status` ("invalid argument"); never NULL. */
 const char* wireup_strerror(wireup_status_t status);
 
+/* The version of the library the program runs with (WIREUP_VERSION_* are those of the headers
+ * it was compiled against). Any pointer may be NULL. */
+void wireup_version(unsigned* major, unsigned* minor, unsigned* patch);
+/* The same as text, "MAJOR.MINOR.PATCH"; static, never NULL. */
+const char* wireup_version_string(void);
+
+/* Zeroes the struct *ptr and sets its struct_size to the caller's sizeof (see "Growing
+ * structs" above). Use it on every output struct before handing it to a *_get call. */
+#define WIREUP_STRUCT_INIT(ptr) \
+  (memset((ptr), 0, sizeof *(ptr)), (ptr)->struct_size = (uint32_t)sizeof *(ptr))
+
+/* Whether a struct the library filled or allocated holds `field` (its struct_size covers it). */
+#define WIREUP_HAS_FIELD(ptr, field) \
+  ((size_t)(ptr)->struct_size >= offsetof(__typeof__(*(ptr)), field) + sizeof((ptr)->field))
+
 typedef struct wireup_context wireup_context_t;
 typedef struct wireup_handle wireup_t;
 
@@ -84,6 +125,7 @@ typedef struct wireup_handle wireup_t;
  * ------------------------------------------------------------------------------------- */
 
 typedef struct wireup_context_params {
+  uint32_t struct_size; /* the caller's sizeof: set by wireup_context_params_init */
   /* Provider name; NULL = "rdma" (librdmacm + libibverbs), the only one the C API offers. */
   const char* provider;
   /* Tuning file (TOML); NULL = $WIREUP_CONFIG, else ./wireup.toml, else
@@ -107,9 +149,12 @@ typedef struct wireup_context_params {
   const char* listen_ip;
 } wireup_context_params_t;
 
-/* Fills `params` with the defaults described above (local_rank = -1, everything else NULL/0).
- * A zeroed struct is valid too, but means local rank 0. */
-void wireup_context_params_init(wireup_context_params_t* params);
+/* Fills `params` with the defaults described above (local_rank = -1, everything else NULL/0)
+ * and its struct_size. Inline: it sets the size of the struct as this program knows it. */
+static inline void wireup_context_params_init(wireup_context_params_t* params) {
+  WIREUP_STRUCT_INIT(params);
+  params->local_rank = -1;
+}
 
 /*
  * wireup_context_create -- load the configuration, open the provider, choose the device.
@@ -122,8 +167,8 @@ void wireup_context_params_init(wireup_context_params_t* params);
  * params  may be NULL (all defaults).
  * out     receives the context; unchanged on failure.
  *
- * Errors: WIREUP_ERR_INVALID_ARGUMENT (out NULL, unknown provider, malformed override,
- *         unparsable listen_ip); WIREUP_ERR_CONFIG (file, environment or override invalid:
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (out NULL, struct_size, unknown provider, malformed
+ *         override, unparsable listen_ip); WIREUP_ERR_CONFIG (file, environment or override invalid:
  *         the message lists every problem with file:line); WIREUP_ERR_NO_DEVICE (no RDMA
  *         device on this machine, or every one excluded or its port down: the message says
  *         which and why); WIREUP_ERR_ADDRESS (the device has no IPv4 address: set listen_ip);
@@ -175,6 +220,7 @@ wireup_status_t wireup_context_destroy(wireup_context_t* ctx);
 
 /* What the library asks the factory for. */
 typedef struct wireup_qp_request {
+  uint32_t struct_size;         /* the library's sizeof (see WIREUP_HAS_FIELD) */
   uint32_t peer;                /* peer rank */
   uint32_t lane;                /* 0 .. lanes-1 */
   int active;                   /* 1: this side initiates the connection, 0: it accepts */
@@ -200,27 +246,35 @@ typedef int (*wireup_qp_create_fn)(void* arg, const wireup_qp_request_t* req, st
 typedef void (*wireup_qp_release_fn)(void* arg, const wireup_qp_request_t* req, struct ibv_qp* qp);
 
 typedef struct wireup_params {
-  uint32_t rank;    /* this process's rank, < nranks */
-  uint32_t nranks;  /* the job size: every rank must pass the same */
-  uint32_t lanes;   /* connections per peer; 0 = config engine.lanes */
-  uint64_t job_key; /* a secret every rank of the job shares (e.g. broadcast from rank 0);
-                       0 = config engine.job_key. Requests with another key are rejected. */
-  wireup_qp_release_fn qp_release; /* optional, gets the factory's `arg` */
+  uint32_t struct_size; /* the caller's sizeof: set by wireup_params_init */
+  uint32_t rank;        /* this process's rank, < nranks */
+  uint32_t nranks;      /* the job size: every rank must pass the same */
+  uint32_t lanes;       /* connections per peer; 0 = config engine.lanes */
+  uint64_t job_key;     /* a secret every rank of the job shares (e.g. broadcast from rank 0);
+                           0 = config engine.job_key. Requests with another key are rejected. */
+  wireup_qp_create_fn qp_create;   /* required: the QP factory */
+  wireup_qp_release_fn qp_release; /* optional (NULL: QPs never handed over are not returned) */
+  void* qp_arg;                    /* passed to qp_create and qp_release */
 } wireup_params_t;
+
+/* Zeroes `params` (every field takes its default) and sets its struct_size. Inline, as
+ * wireup_context_params_init. */
+static inline void wireup_params_init(wireup_params_t* params) { WIREUP_STRUCT_INIT(params); }
 
 /*
  * wireup_create -- create the channels and the listener on the context's device.
  *
- * After it returns, wireup_local_address() is valid. `create_qp` is called with `arg` during
- * wireup_progress() for every (peer, lane) this rank connects or accepts.
+ * After it returns, wireup_local_address() is valid. params->qp_create is called with
+ * params->qp_arg during wireup_progress() for every (peer, lane) this rank connects or
+ * accepts; params->qp_release with the same qp_arg.
  *
- * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL ctx/params/create_qp/out, nranks 0, rank >=
- *         nranks, job key 0 in both params and config, lanes out of range);
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL ctx/params/out, params->qp_create NULL,
+ *         params->struct_size, nranks 0, rank >= nranks, job key 0 in both params and config,
+ *         lanes out of range);
  *         WIREUP_ERR_ADDRESS / WIREUP_ERR_SYSTEM (rdma_bind_addr / rdma_listen failed: the
  *         message names the address).
  */
-wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* params, wireup_qp_create_fn create_qp,
-                              void* arg, wireup_t** out);
+wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* params, wireup_t** out);
 
 /*
  * wireup_local_address -- the bytes to publish to every other rank.
@@ -232,6 +286,8 @@ wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* para
  */
 wireup_status_t wireup_local_address(const wireup_t* w, uint8_t* buf, size_t* len);
 
+/* An array element of wireup_set_peers: no struct_size, and it never grows (a new field
+ * would come with a new function). */
 typedef struct wireup_peer {
   uint32_t rank;
   const uint8_t* address;  /* what that rank's wireup_local_address() returned */
@@ -279,9 +335,10 @@ wireup_status_t wireup_wait(wireup_t* w, int timeout_ms);
 int wireup_done(const wireup_t* w);
 
 /* wireup_fail_peer -- the transport learnt out of band that rank `peer` is dead (its launcher
- * said so: a PMIx process-termination event, say). Every (peer, lane) with it that is not
- * connected or given up on yet is given up now, instead of after the CM's timeouts; each
- * shows in wireup_error_get() as kind "disconnected" with `why` in its message.
+ * said so: a PMIx process-termination event, say). Every (peer, lane) with it that is still
+ * on its way (not connected, not given up on, and on demand not idle: a lane never asked for
+ * or disconnected is left alone) is given up now, instead of after the CM's timeouts; each
+ * shows in wireup_error_get() as kind WIREUP_ERROR_DISCONNECTED with `why` in its message.
  * given_up (may be NULL) receives how many were given up. Call it from the thread that
  * progresses the handle. Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL handle or why);
  * WIREUP_ERR_INVALID_STATE before wireup_start(). */
@@ -291,63 +348,8 @@ wireup_status_t wireup_fail_peer(wireup_t* w, uint32_t peer, const char* why, si
  * Results, errors, events, statistics
  * ------------------------------------------------------------------------------------- */
 
-typedef struct wireup_result {
-  uint32_t peer;
-  uint32_t lane;
-  int active;                 /* 1: this side initiated */
-  struct ibv_qp* qp;          /* the transport's QP, now at RTS */
-  uint32_t local_qpn;
-  uint32_t remote_qpn;        /* the peer's QP this one is connected to */
-  uint32_t attempts;          /* attempts it took (1 = the first) */
-  uint32_t ece_local_vendor, ece_local_options;    /* ECE of this device (0 = none) */
-  uint32_t ece_remote_vendor, ece_remote_options;  /* what the peer sent */
-  uint32_t ece_accepted;      /* options in force on the QP */
-  const char* ece_outcome;    /* "disabled", "negotiated", "unsupported", "vendor_mismatch" */
-  const char* device;         /* device name */
-  /* Phases of the successful attempt, in ns; 0 where a phase does not apply to the role
-   * (the passive side does not resolve and does not wait for a REP). */
-  uint64_t resolve_addr_ns, resolve_route_ns, qp_create_ns, req_to_rep_ns, rtr_rts_ns, establish_ns;
-  uint64_t attempt_ns;        /* start of the successful attempt -> established */
-  /* What the QP was given on its way to RTS (from the CM's attributes and the configuration):
-   * IBV_ACCESS_* flags, enum ibv_mtu, READ/atomic depths as initiator (max_rd_atomic) and as
-   * target (max_dest_rd_atomic), the local ACK timeout exponent and the retry counts. */
-  uint32_t qp_access_flags;
-  uint8_t qp_path_mtu, qp_max_rd_atomic, qp_max_dest_rd_atomic, qp_timeout;
-  uint8_t qp_retry_cnt, qp_rnr_retry, qp_min_rnr_timer;
-} wireup_result_t;
-
-/* Number of connections handed over so far (grows during progress, never shrinks: a result
- * keeps its index and its QP for good); 0 if w is NULL. */
-size_t wireup_result_count(const wireup_t* w);
-
-/* Copies result `i` (0 <= i < count) into *out. Its strings stay valid until wireup_destroy.
- * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL, i out of range). */
-wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* out);
-
-typedef struct wireup_peer_error {
-  uint32_t peer;
-  uint32_t lane;
-  int active;
-  uint32_t attempts;
-  const char* kind;        /* "rejected", "unreachable", "address_error", "route_error",
-                              "connect_error", "timed_out", "local_error", "bad_reply" (the
-                              peer's listener answered with something that is not a wireup REP
-                              for this request: not a wireup listener, another job, a stale
-                              answer; refused before RTR, the QP released), ... */
-  int reject_reason;       /* kind "rejected": the IB reject reason (8 nothing listening,
-                              28 consumer, 35 ECE); else 0 */
-  const char* peer_reason; /* the peer's wireup reason from its REJ ("wrong_job_key", ...), or "" */
-  const char* message;     /* the whole story: call, errno, peer, QPN */
-  wireup_status_t status;  /* kind "local_error": the failing local step's status
-                              (WIREUP_ERR_NOT_SUPPORTED: ECE required, device has none);
-                              else the status matching kind (WIREUP_ERR_REJECTED, ...) */
-} wireup_peer_error_t;
-
-/* Number of (peer, lane) given up on; 0 if w is NULL. */
-size_t wireup_error_count(const wireup_t* w);
-
-/* Copies error `i` into *out; strings valid until wireup_destroy. Errors as wireup_result_get. */
-wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_t* out);
+/* Results and errors: wireup_results.h (included here). */
+#include "wireup/wireup_results.h"
 
 /* Events of established connections and of the device: wireup_events.h (included here). */
 #include "wireup/wireup_events.h"

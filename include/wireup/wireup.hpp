@@ -134,8 +134,16 @@ class Wireup {
       : cb_(std::make_unique<Callbacks>()) {
     cb_->factory = std::move(factory);
     cb_->release = std::move(release);
-    const wireup_params_t c{p.rank, p.nranks, p.lanes, p.job_key, cb_->release ? &Wireup::release_tramp : nullptr};
-    detail::check_context(wireup_create(ctx.get(), &c, &Wireup::create_tramp, cb_.get(), &w_));
+    wireup_params_t c;
+    wireup_params_init(&c);
+    c.rank = p.rank;
+    c.nranks = p.nranks;
+    c.lanes = p.lanes;
+    c.job_key = p.job_key;
+    c.qp_create = &Wireup::create_tramp;
+    c.qp_release = cb_->release ? &Wireup::release_tramp : nullptr;
+    c.qp_arg = cb_.get();
+    detail::check_context(wireup_create(ctx.get(), &c, &w_));
   }
   ~Wireup() { wireup_destroy(w_); }
   Wireup(Wireup&& o) noexcept : cb_(std::move(o.cb_)), w_(std::exchange(o.w_, nullptr)) {}
@@ -205,12 +213,18 @@ class Wireup {
   size_t result_count() const { return wireup_result_count(w_); }
   std::vector<wireup_result_t> results() const {
     std::vector<wireup_result_t> v(wireup_result_count(w_));
-    for (size_t i = 0; i < v.size(); ++i) detail::check(wireup_result_get(w_, i, &v[i]), w_);
+    for (size_t i = 0; i < v.size(); ++i) {
+      WIREUP_STRUCT_INIT(&v[i]);
+      detail::check(wireup_result_get(w_, i, &v[i]), w_);
+    }
     return v;
   }
   std::vector<wireup_peer_error_t> errors() const {
     std::vector<wireup_peer_error_t> v(wireup_error_count(w_));
-    for (size_t i = 0; i < v.size(); ++i) detail::check(wireup_error_get(w_, i, &v[i]), w_);
+    for (size_t i = 0; i < v.size(); ++i) {
+      WIREUP_STRUCT_INIT(&v[i]);
+      detail::check(wireup_error_get(w_, i, &v[i]), w_);
+    }
     return v;
   }
   // Steady-state events (DISCONNECTED, ...), delivered from progress(); nullptr stops them.
@@ -220,19 +234,25 @@ class Wireup {
   }
   wireup_counters_t counters() const {
     wireup_counters_t c;
+    WIREUP_STRUCT_INIT(&c);
     detail::check(wireup_counters_get(w_, &c), w_);
     return c;
   }
+  // One labelled count: the key is read as the group says (wireup_tally_group_t); key_name
+  // is the key as wireup_stats_json writes it.
   struct Tally {
-    std::string group, key;
+    wireup_tally_group_t group = WIREUP_TALLY_REJECTS_RECEIVED;
+    uint32_t key = 0;
+    std::string key_name;
     uint64_t count = 0;
   };
   std::vector<Tally> tallies() const {
     std::vector<Tally> v(wireup_tally_count(w_));
     for (size_t i = 0; i < v.size(); ++i) {
       wireup_tally_t t;
+      WIREUP_STRUCT_INIT(&t);
       detail::check(wireup_tally_get(w_, i, &t), w_);
-      v[i] = Tally{t.group, t.key, t.count};
+      v[i] = Tally{t.group, t.key, detail::str(t.key_name), t.count};
     }
     return v;
   }

@@ -16,28 +16,30 @@ extern "C" {
 #endif
 
 typedef enum wireup_event_type {
-  WIREUP_EVENT_DISCONNECTED = 1,   /* the peer disconnected (or its node went away); status
-                                      -ECONNRESET, name "RTU_LOST": the peer never got this
-                                      handed-over connection's RTU and has no connection
-                                      behind it; wireup does not reconnect it: stop using the
-                                      lane, move its QP to ERR, destroy it when done (the
-                                      CM's own DISCONNECTED, TIMEWAIT_EXIT follow) */
+  WIREUP_EVENT_DISCONNECTED = 1,   /* the peer disconnected (or its node went away) */
   WIREUP_EVENT_DEVICE_REMOVAL = 2, /* the device under the connection is going away */
-  WIREUP_EVENT_ADDR_CHANGE = 3,    /* the local address moved (bonding failover, ...) */
+  WIREUP_EVENT_ADDR_CHANGE = 3,    /* the local address moved (a bonding failover) */
   WIREUP_EVENT_TIMEWAIT_EXIT = 4,  /* the QP left timewait: its QPN may be reused */
-  WIREUP_EVENT_OTHER = 5
+  WIREUP_EVENT_OTHER = 5,          /* any other CM event of an established connection */
+  WIREUP_EVENT_RTU_LOST = 6        /* name "RTU_LOST", status -ECONNRESET: the peer never got
+                                      this handed-over connection's RTU and has no connection
+                                      behind it; wireup does not reconnect it: stop using the
+                                      lane, move its QP to ERR, destroy it when done (the CM's
+                                      own DISCONNECTED and TIMEWAIT_EXIT of its id follow) */
 } wireup_event_type_t;
 
 /* The peer and lane of an event of this rank's listener (its device removed, its address
  * changed): no connection, the engine itself is concerned. */
 #define WIREUP_EVENT_PEER_LISTENER UINT32_MAX
 
+/* Allocated by the library for the callback: struct_size is the library's (WIREUP_HAS_FIELD). */
 typedef struct wireup_event {
+  uint32_t struct_size;
   uint32_t peer;     /* WIREUP_EVENT_PEER_LISTENER for the listener's events */
   uint32_t lane;
   wireup_event_type_t type;
   int status;        /* the CM event's status */
-  const char* name;  /* the CM event's name ("DISCONNECTED"), or "RTU_LOST" (see above) */
+  const char* name;  /* the CM event's name ("DISCONNECTED"), or "RTU_LOST": for logs */
 } wireup_event_t;
 
 typedef void (*wireup_event_fn)(void* arg, const wireup_event_t* ev);
@@ -81,10 +83,11 @@ typedef enum wireup_device_object {
 } wireup_device_object_t;
 
 /* An asynchronous event of the device, as wireup_on_device_event's callback gets it. type is
- * the enum ibv_event_type value (IBV_EVENT_QP_FATAL = 1, IBV_EVENT_DEVICE_FATAL = 8, ...). */
+ * the enum ibv_event_type value, as <infiniband/verbs.h> lists them. */
 typedef struct wireup_device_event {
+  uint32_t struct_size; /* the library's sizeof (WIREUP_HAS_FIELD) */
   int type;           /* enum ibv_event_type */
-  const char* name;   /* "QP_FATAL", "PORT_ERR", "DEVICE_FATAL", ... */
+  const char* name;   /* the type without IBV_EVENT_ ("QP_FATAL") */
   const char* device; /* the device's name; valid during the callback */
   uint32_t qpn;       /* QP events: the QP's number, else 0 */
   uint8_t port;       /* port events: the port, else 0 */
@@ -104,7 +107,7 @@ typedef void (*wireup_device_event_fn)(void* arg, const wireup_device_event_t* e
  * not during wireup_destroy): every event but a COMM_EST the library answered, also in
  * "transport" mode for the events the transport handed over. fn NULL unregisters. A
  * DEVICE_FATAL also ends wireup: every open (peer, lane) is reported as an error (kind
- * "device_removal"). */
+ * WIREUP_ERROR_DEVICE_REMOVAL). */
 wireup_status_t wireup_on_device_event(wireup_t* w, wireup_device_event_fn fn, void* arg);
 
 struct ibv_async_event;

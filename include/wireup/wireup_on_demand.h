@@ -65,7 +65,9 @@ typedef enum wireup_lane_event_type {
   WIREUP_LANE_EVENT_CLOSED = 3   /* disconnected (by either side): idle again */
 } wireup_lane_event_type_t;
 
+/* Allocated by the library for the callback: struct_size is the library's (WIREUP_HAS_FIELD). */
 typedef struct wireup_lane_event {
+  uint32_t struct_size;
   uint32_t peer;
   uint32_t lane;
   wireup_lane_event_type_t type;

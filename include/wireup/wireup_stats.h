@@ -22,8 +22,10 @@ extern "C" {
  */
 wireup_status_t wireup_stats_json(const wireup_t* w, char* buf, size_t* len);
 
-/* Counters of one handle, as wireup_stats_json() has them; readable at any time. */
+/* Counters of one handle, as wireup_stats_json() has them; readable at any time. New
+ * counters are appended. */
 typedef struct wireup_counters {
+  uint32_t struct_size;         /* the caller's sizeof: WIREUP_STRUCT_INIT */
   uint64_t connects_started;    /* active attempts, first ones and retries */
   uint64_t retries;
   uint64_t established_active;  /* results where this side initiated */
@@ -51,23 +53,42 @@ typedef struct wireup_counters {
   uint64_t lanes_closed;        /* lanes disconnected (wireup_disconnect, either side) */
 } wireup_counters_t;
 
-/* Copies the counters into *out. Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL). */
+/* Copies the counters into *out (struct_size set). Counters this library does not have (a
+ * program built against newer headers) read 0.
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL, out->struct_size). */
 wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out);
 
-/* One labelled count: group "rejects_received" (key: the IB reject reason, "8", "35"),
- * "rejects_sent" (key: wireup's reason, "wrong_job_key", "ece"), "failures" (key: the kind of
- * wireup_peer_error_t), "ece_outcomes" (key: as wireup_result_t.ece_outcome). */
+/* The groups of labelled counts, and how each reads its key. */
+typedef enum wireup_tally_group {
+  WIREUP_TALLY_REJECTS_RECEIVED = 1, /* "rejects_received": REJs the peers sent us; key: the IB
+                                        reject reason, a number (8 nothing listening, 28
+                                        consumer, 35 ECE) */
+  WIREUP_TALLY_REJECTS_SENT = 2,     /* "rejects_sent": requests we refused; key: a
+                                        wireup_reject_reason_t */
+  WIREUP_TALLY_FAILURES = 3,         /* "failures": failed attempts, retried or not; key: a
+                                        wireup_error_kind_t */
+  WIREUP_TALLY_ECE_OUTCOMES = 4      /* "ece_outcomes": connections by ECE outcome; key: a
+                                        wireup_ece_outcome_t */
+} wireup_tally_group_t;
+
+/* The text of a group ("rejects_received", the name wireup_stats_json uses); "unknown" for a
+ * value not listed. Never NULL. */
+const char* wireup_tally_group_name(wireup_tally_group_t group);
+
+/* One labelled count. */
 typedef struct wireup_tally {
-  const char* group;
-  const char* key;
+  uint32_t struct_size;        /* the caller's sizeof: WIREUP_STRUCT_INIT */
+  wireup_tally_group_t group;
+  uint32_t key;                /* read as the group says */
   uint64_t count;
+  const char* key_name;        /* the key as wireup_stats_json writes it ("8", "wrong_job_key") */
 } wireup_tally_t;
 
 /* Takes a snapshot of the tallies and returns how many there are; 0 if w is NULL. */
 size_t wireup_tally_count(const wireup_t* w);
 
-/* Copies tally `i` of the last snapshot; its strings stay valid until the next
- * wireup_tally_count() or wireup_destroy. Errors as wireup_result_get. */
+/* Copies tally `i` of the last snapshot into *out (struct_size set); key_name stays valid
+ * until the next wireup_tally_count() or wireup_destroy. Errors as wireup_result_get. */
 wireup_status_t wireup_tally_get(const wireup_t* w, size_t i, wireup_tally_t* out);
 
 /* The phases timed for every established connection (the spans of wireup_result_t, plus
@@ -83,7 +104,8 @@ typedef enum wireup_phase {
   WIREUP_PHASE_COUNT = 7
 } wireup_phase_t;
 
-/* "resolve_addr", ... "total" (the names wireup_stats_json uses); NULL out of range. */
+/* "resolve_addr", "resolve_route", "qp_create", "req_to_rep", "rtr_rts", "establish", "total"
+ * (the names wireup_stats_json uses); NULL out of range. */
 const char* wireup_phase_name(wireup_phase_t phase);
 
 /*

@@ -4,6 +4,8 @@
 
 #include "capi/context_over.h"
 #include "capi/handles.h"
+#include "capi/layouts.h"
+#include "capi/struct_io.h"
 #include "common/log.h"
 #include "host/choice.h"
 #include "host/netdev.h"
@@ -114,6 +116,15 @@ std::nullptr_t null_context(const char* fn) {
   return nullptr;
 }
 
+// The caller's params (NULL: all defaults) as this library's layout.
+Result<wireup_context_params_t> read_params(const wireup_context_params_t* params) {
+  wireup_context_params_t p;
+  wireup_context_params_init(&p);
+  if (params == nullptr) return p;
+  if (Status s = capi::read_struct(params, p, capi::kFirstContextParams, "wireup_context_params_t"); !s) return s;
+  return p;
+}
+
 }  // namespace
 
 namespace wireup::capi {
@@ -122,11 +133,10 @@ wireup_status_t context_create_over(const wireup_context_params_t* params, Provi
   const char* fn = "capi::context_create_over";
   return guarded(fn, nullptr, [&] {
     if (out == nullptr) return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
-    wireup_context_params_t defaults;
-    wireup_context_params_init(&defaults);
+    auto p = read_params(params);
+    if (!p) return fail(nullptr, fn, p.error());
     auto ctx = std::make_unique<wireup_context>();
-    if (Status s = build_over(params != nullptr ? *params : defaults, std::move(seat), *ctx); !s)
-      return fail(nullptr, fn, s.error());
+    if (Status s = build_over(*p, std::move(seat), *ctx); !s) return fail(nullptr, fn, s.error());
     *out = ctx.release();
     return WIREUP_OK;
   });
@@ -136,20 +146,13 @@ wireup_status_t context_create_over(const wireup_context_params_t* params, Provi
 
 extern "C" {
 
-void wireup_context_params_init(wireup_context_params_t* params) {
-  if (params == nullptr) return;
-  std::memset(params, 0, sizeof *params);
-  params->local_rank = -1;
-}
-
 wireup_status_t wireup_context_create(const wireup_context_params_t* params, wireup_context_t** out) {
   return guarded("wireup_context_create", nullptr, [&] {
     if (out == nullptr) return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, "wireup_context_create", "out is NULL");
-    wireup_context_params_t defaults;
-    wireup_context_params_init(&defaults);
+    auto p = read_params(params);
+    if (!p) return fail(nullptr, "wireup_context_create", p.error());
     auto ctx = std::make_unique<wireup_context>();
-    if (Status s = build(params != nullptr ? *params : defaults, *ctx); !s)
-      return fail(nullptr, "wireup_context_create", s.error());
+    if (Status s = build(*p, *ctx); !s) return fail(nullptr, "wireup_context_create", s.error());
     *out = ctx.release();
     return WIREUP_OK;
   });

@@ -48,8 +48,9 @@ wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn_ptr, void* arg) 
     }
     w->engine->on_steady_event([fn_ptr, arg](const SteadyEvent& e) {
       const bool listener = e.scope == SteadyEvent::Scope::listener;
-      const wireup_event_t ev{listener ? WIREUP_EVENT_PEER_LISTENER : e.peer, listener ? WIREUP_EVENT_PEER_LISTENER : e.lane,
-                              event_type(e.type), e.status, e.rtu_lost ? "RTU_LOST" : prov::to_string(e.type)};
+      const wireup_event_t ev{sizeof(wireup_event_t), listener ? WIREUP_EVENT_PEER_LISTENER : e.peer, listener ? WIREUP_EVENT_PEER_LISTENER : e.lane,
+                              e.rtu_lost ? WIREUP_EVENT_RTU_LOST : event_type(e.type), e.status,
+                              e.rtu_lost ? "RTU_LOST" : prov::to_string(e.type)};
       fn_ptr(arg, &ev);
     });
     return WIREUP_OK;
@@ -66,6 +67,7 @@ wireup_status_t wireup_on_device_event(wireup_t* w, wireup_device_event_fn fn_pt
     }
     w->engine->on_device_report([fn_ptr, arg](const DeviceEventReport& r) {
       wireup_device_event_t ev{};
+      ev.struct_size = sizeof ev;
       ev.type = static_cast<int>(r.event.type);  // the seam keeps enum ibv_event_type's values
       ev.name = prov::to_string(r.event.type);
       ev.device = r.event.device.c_str();

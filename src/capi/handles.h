@@ -41,7 +41,7 @@ struct wireup_handle {
   wireup_context* ctx = nullptr;
   wireup_qp_create_fn create_qp = nullptr;
   wireup_qp_release_fn release_qp = nullptr;
-  void* arg = nullptr;
+  void* qp_arg = nullptr;  // both get it
   wireup_event_fn event_fn = nullptr;
   void* event_arg = nullptr;
   wireup_lane_fn lane_fn = nullptr;  // on_demand.cc
@@ -61,10 +61,11 @@ struct wireup_handle {
   // Strings handed out by result_get / error_get stay valid until destroy: node-based storage.
   mutable std::set<std::string> device_names;
   mutable std::deque<std::string> error_messages;
-  mutable std::deque<std::string> error_peer_reasons;
-  // The last wireup_tally_count() snapshot: {group, key, count}; its strings back tally_get.
+  // The last wireup_tally_count() snapshot; key_name backs tally_get's string.
   struct Tally {
-    std::string group, key;
+    wireup_tally_group_t group;
+    uint32_t key = 0;
+    std::string key_name;
     uint64_t count = 0;
   };
   mutable std::vector<Tally> tallies;

@@ -61,7 +61,7 @@ void deliver_lanes(wireup_t* w) {
   std::vector<LaneEvent> now;
   now.swap(w->lanes_pending);
   for (const LaneEvent& e : now) {
-    wireup_lane_event_t ev{e.peer, e.lane, WIREUP_LANE_EVENT_READY, e.index};
+    wireup_lane_event_t ev{sizeof(wireup_lane_event_t), e.peer, e.lane, WIREUP_LANE_EVENT_READY, e.index};
     switch (e.kind) {
       case LaneEvent::Kind::ready: {
         // Taken back within the same call (an RTU repair): never the transport's, no event;

@@ -17,9 +17,10 @@ std::string who(const qp::QpRequest& r) {
 qp::QpFactory make_factory(wireup_t* w) {
   return [w](const qp::QpRequest& r) -> Result<std::unique_ptr<prov::Qp>> {
     QpAdapter& adapter = *w->ctx->qps;
-    const wireup_qp_request_t req{r.peer, r.lane, r.active ? 1 : 0, adapter.context_of(r.device)};
+    const wireup_qp_request_t req{sizeof(wireup_qp_request_t), r.peer, r.lane, r.active ? 1 : 0,
+                                  adapter.context_of(r.device)};
     ibv_qp* qp = nullptr;
-    if (int rc = w->create_qp(w->arg, &req, &qp); rc != 0)
+    if (int rc = w->create_qp(w->qp_arg, &req, &qp); rc != 0)
       return Error::from_errno("QP factory", rc > 0 ? rc : EINVAL,
                                rc > 0 ? "the transport's factory failed"
                                       : "the transport's factory failed (with a negative value, not an errno)")
@@ -29,7 +30,7 @@ qp::QpFactory make_factory(wireup_t* w) {
           .with_peer(who(r));
     TransportQp::Release release;
     if (w->release_qp != nullptr)
-      release = [w, req, qp] { w->release_qp(w->arg, &req, qp); };
+      release = [w, req, qp] { w->release_qp(w->qp_arg, &req, qp); };
     auto v = adapter.view(qp, r.device);
     if (!v) {
       if (release) release();  // we will not use it: it is the transport's to destroy

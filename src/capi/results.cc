@@ -2,7 +2,10 @@
 // events.cc.
 #include <cstring>
 
+#include "capi/enums.h"
 #include "capi/handles.h"
+#include "capi/layouts.h"
+#include "capi/struct_io.h"
 #include "wireup/private_data.h"
 #include "wireup/stats.h"
 
@@ -27,11 +30,6 @@ uint64_t ns(const std::array<Nanos, kPhases>& d, Phase p) {
   return v == cm::kUnset ? 0 : static_cast<uint64_t>(v.count());
 }
 
-// The peer's own reason, when its REJ carried our private data.
-std::string peer_reason(const PeerError& e) {
-  return e.peer_reason != RejectCode::none ? to_string(e.peer_reason) : std::string();
-}
-
 // The status a transport would see for a failure of this kind.
 wireup_status_t kind_status(cm::FailKind k) {
   switch (k) {
@@ -54,6 +52,13 @@ static_assert(int(WIREUP_PHASE_RESOLVE_ADDR) == int(Phase::resolve_addr) &&
                   int(WIREUP_PHASE_RTR_RTS) == int(Phase::rtr_rts) &&
                   int(WIREUP_PHASE_ESTABLISH) == int(Phase::establish) && int(WIREUP_PHASE_TOTAL) == int(Phase::total),
               "wireup_phase_t mirrors wireup::Phase, value by value");
+
+// Copies `x` into the caller's struct by the struct_size rule (struct_io.h).
+template <class T>
+wireup_status_t write(const wireup_t* w, const char* fn, T* out, const T& x, size_t first, const char* name) {
+  if (Status s = capi::write_struct(out, x, first, name); !s) return fail(&w->last_error, fn, s.error());
+  return WIREUP_OK;
+}
 
 }  // namespace
 
@@ -89,7 +94,7 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     x.ece_remote_vendor = link.ece.remote.vendor_id;
     x.ece_remote_options = link.ece.remote.options;
     x.ece_accepted = link.ece.accepted;
-    x.ece_outcome = ece::to_string(link.ece.outcome);
+    x.ece_outcome = capi::to_public(link.ece.outcome);
     x.device = w->device_names.insert(std::string(link.device)).first->c_str();
     x.qp_access_flags = link.qp.access_flags;
     x.qp_path_mtu = link.qp.path_mtu;
@@ -108,8 +113,7 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     x.rtr_rts_ns = ns(d, Phase::rtr_rts);
     x.establish_ns = ns(d, Phase::establish);
     x.attempt_ns = ns(d, Phase::attempt);
-    *out = x;
-    return WIREUP_OK;
+    return write(w, fn, out, x, capi::kFirstResult, "wireup_result_t");
   });
 }
 
@@ -126,11 +130,7 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
     const auto& all = w->engine->errors();
     if (i >= all.size()) return bad_index(w, fn, i, all.size());
     // The engine only appends errors: cache their strings in the same order, stable for good.
-    while (w->error_messages.size() < all.size()) {
-      const PeerError& e = all[w->error_messages.size()];
-      w->error_messages.push_back(e.describe());
-      w->error_peer_reasons.push_back(peer_reason(e));
-    }
+    while (w->error_messages.size() < all.size()) w->error_messages.push_back(all[w->error_messages.size()].describe());
     const PeerError& e = all[i];
     wireup_peer_error_t x;
     std::memset(&x, 0, sizeof x);
@@ -138,14 +138,13 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
     x.lane = e.lane;
     x.active = e.role == cm::Role::active ? 1 : 0;
     x.attempts = e.attempts;
-    x.kind = cm::to_string(e.failure.kind);
+    x.kind = capi::to_public(e.failure.kind);
     x.reject_reason = e.failure.kind == cm::FailKind::rejected ? e.failure.status : 0;
-    x.peer_reason = w->error_peer_reasons[i].c_str();
+    x.peer_reason = capi::peer_reason_of(e);
     x.message = w->error_messages[i].c_str();
     x.status = e.failure.kind == cm::FailKind::local_error ? capi::to_status(e.failure.error.code)
                                                             : kind_status(e.failure.kind);
-    *out = x;
-    return WIREUP_OK;
+    return write(w, fn, out, x, capi::kFirstPeerError, "wireup_peer_error_t");
   });
 }
 
@@ -183,19 +182,26 @@ wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out) {
   c.lanes_closed = s[Counter::lanes_closed];
   // Every engine counter has its field above (count_ grows with the enum: add it there too).
   static_assert(static_cast<size_t>(Counter::count_) == 25, "a Counter without its wireup_counters_t field");
-  *out = c;
-  return WIREUP_OK;
+  return write(w, fn, out, c, capi::kFirstCounters, "wireup_counters_t");
 }
 
 size_t wireup_tally_count(const wireup_t* w) {
   if (w == nullptr) return null_handle("wireup_tally_count"), 0;
   wireup_status_t st = guarded("wireup_tally_count", &w->last_error, [&] {
     const Stats& s = w->engine->stats();
-    w->tallies.clear();
-    for (const auto& [k, v] : s.rejects_received_by_reason()) w->tallies.push_back({"rejects_received", std::to_string(k), v});
-    for (const auto& [k, v] : s.rejects_sent_by_name()) w->tallies.push_back({"rejects_sent", k, v});
-    for (const auto& [k, v] : s.failures_by_name()) w->tallies.push_back({"failures", k, v});
-    for (const auto& [k, v] : s.ece_outcomes_by_name()) w->tallies.push_back({"ece_outcomes", k, v});
+    auto& t = w->tallies;
+    t.clear();
+    for (const auto& [k, v] : s.rejects_received_by_reason())
+      t.push_back({WIREUP_TALLY_REJECTS_RECEIVED, static_cast<uint32_t>(k), std::to_string(k), v});
+    for (size_t i = 0; i <= static_cast<size_t>(kLastRejectCode); ++i)
+      if (const auto c = static_cast<RejectCode>(i); s.rejects_sent(c) != 0)
+        t.push_back({WIREUP_TALLY_REJECTS_SENT, static_cast<uint32_t>(capi::to_public(c)), to_string(c), s.rejects_sent(c)});
+    for (size_t i = 0; i < cm::kFailKinds; ++i)
+      if (const auto k = static_cast<cm::FailKind>(i); k != cm::FailKind::none && s.failures(k) != 0)
+        t.push_back({WIREUP_TALLY_FAILURES, static_cast<uint32_t>(capi::to_public(k)), cm::to_string(k), s.failures(k)});
+    for (size_t i = 0; i <= static_cast<size_t>(ece::Outcome::rejected); ++i)
+      if (const auto o = static_cast<ece::Outcome>(i); s.ece_outcomes(o) != 0)
+        t.push_back({WIREUP_TALLY_ECE_OUTCOMES, static_cast<uint32_t>(capi::to_public(o)), ece::to_string(o), s.ece_outcomes(o)});
     return WIREUP_OK;
   });
   return st == WIREUP_OK ? w->tallies.size() : 0;
@@ -207,8 +213,13 @@ wireup_status_t wireup_tally_get(const wireup_t* w, size_t i, wireup_tally_t* ou
   if (out == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
   if (i >= w->tallies.size()) return bad_index(w, fn, i, w->tallies.size());
   const wireup_t::Tally& t = w->tallies[i];
-  *out = wireup_tally_t{t.group.c_str(), t.key.c_str(), t.count};
-  return WIREUP_OK;
+  wireup_tally_t x;
+  std::memset(&x, 0, sizeof x);
+  x.group = t.group;
+  x.key = t.key;
+  x.count = t.count;
+  x.key_name = t.key_name.c_str();
+  return write(w, fn, out, x, capi::kFirstTally, "wireup_tally_t");
 }
 
 const char* wireup_phase_name(wireup_phase_t phase) {

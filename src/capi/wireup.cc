@@ -1,5 +1,9 @@
 // wireup_create .. wireup_destroy: the handle's lifecycle and its event loop hooks.
+#include <cstring>
+
 #include "capi/handles.h"
+#include "capi/layouts.h"
+#include "capi/struct_io.h"
 #include "wireup/options.h"
 
 using namespace wireup;
@@ -35,22 +39,25 @@ void refresh_poller(wireup_t* w) {
 
 extern "C" {
 
-wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* params, wireup_qp_create_fn create_qp,
-                              void* arg, wireup_t** out) {
+wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* params, wireup_t** out) {
   const char* fn = "wireup_create";
   return guarded(fn, ctx ? &ctx->last_error : nullptr, [&] {
     std::string* slot = ctx ? &ctx->last_error : nullptr;
     if (ctx == nullptr) return fail(slot, WIREUP_ERR_INVALID_ARGUMENT, fn, "the context is NULL");
     if (params == nullptr) return fail(slot, WIREUP_ERR_INVALID_ARGUMENT, fn, "params is NULL");
-    if (create_qp == nullptr) return fail(slot, WIREUP_ERR_INVALID_ARGUMENT, fn, "create_qp (the QP factory) is NULL");
     if (out == nullptr) return fail(slot, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
+    wireup_params_t p;
+    std::memset(&p, 0, sizeof p);  // every field's default is 0
+    if (Status s = capi::read_struct(params, p, capi::kFirstParams, "wireup_params_t"); !s) return fail(slot, fn, s.error());
+    if (p.qp_create == nullptr)
+      return fail(slot, WIREUP_ERR_INVALID_ARGUMENT, fn, "params->qp_create (the QP factory) is NULL");
     auto w = std::make_unique<wireup_t>();
     w->ctx = ctx;
-    w->create_qp = create_qp;
-    w->release_qp = params->qp_release;
-    w->arg = arg;
+    w->create_qp = p.qp_create;
+    w->release_qp = p.qp_release;
+    w->qp_arg = p.qp_arg;
     if (Status s = w->poller.open(); !s) return fail(slot, fn, s.error());
-    auto e = make_engine(w.get(), *params);
+    auto e = make_engine(w.get(), p);
     if (!e) return fail(slot, fn, e.error());
     w->engine = std::move(e).value();
     capi::watch_lanes(w.get());

@@ -109,11 +109,9 @@ void Engine::handle_abandon(prov::CmEvent& ev, const GateVerdict& v) {
       !st)
     WIREUP_LOG(warn, "rank %u: %s", opt().rank, st.message().c_str());
   if (p == nullptr) return;
-  const PairState s = p->state();
   // Settled already, or about an older attempt than one we have seen (a late notice must not
   // end a newer connection).
-  if (s == PairState::established || s == PairState::failed || s == PairState::idle || v.header.attempt < p->attempt)
-    return;
+  if (!p->open() || v.header.attempt < p->attempt) return;
   if (p->role != cm::Role::passive) return;  // on demand: not a lane the peer initiated
   cm::Failure f;
   f.kind = cm::FailKind::abandoned;

@@ -57,7 +57,7 @@ int Engine::start_connects(Nanos t) {
       continue;
     }
     (void)admission_.try_acquire_connect();  // room checked above
-    p->become(Connecting{std::move(c).value(), false, nullptr});
+    pairs_.become(*p, Connecting{std::move(c).value(), false, nullptr});
   }
   return work;
 }
@@ -134,7 +134,7 @@ std::unique_ptr<cm::Failure> Engine::take_last(Pair& p) {
 void Engine::abandon_attempt(Pair& p) {
   Waiting w{take_last(p)};
   release_state(p);
-  p.become(std::move(w));
+  pairs_.become(p, std::move(w));
 }
 
 void Engine::establish(Pair& p) {
@@ -151,7 +151,7 @@ void Engine::establish(Pair& p) {
   if (!link) {
     Waiting w{std::move(cs.last)};
     retire(std::move(c));
-    p.become(std::move(w));
+    pairs_.become(p, std::move(w));
     return fail_pair(p, cm::Failure{cm::FailKind::local_error, 0, {},
                                     Error::make(ErrorCode::resource_exhausted, "Engine::establish",
                                                 "65,536 distinct device/ECE/QP-attribute outcomes in the result table")});
@@ -160,10 +160,9 @@ void Engine::establish(Pair& p) {
   if (Status m = c->migrate(*channels_.steady, prov::Route(static_cast<prov::CmEventSink*>(this), pairs_.index(p))); !m) {
     Waiting w{std::move(cs.last)};
     retire(std::move(c));
-    p.become(std::move(w));
+    pairs_.become(p, std::move(w));
     return fail_pair(p, cm::Failure{cm::FailKind::local_error, 0, {}, m.error()});
   }
-  pairs_.settled();
   if (p.role == cm::Role::active) {
     ++stats_[Counter::established_active];
     // Its ESTABLISHED stamp (rdma_establish just returned; the migration came since).
@@ -188,7 +187,7 @@ void Engine::establish(Pair& p) {
   e.qp = c->take_qp();
   e.id = c->take_id();
   retire(std::move(c));
-  p.become(std::move(e));
+  pairs_.become(p, std::move(e));
   records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::ready, p.as<Established>()->result});
 }
 
@@ -222,7 +221,7 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f) {
     if (ece_final) return give_up(p, f);
     // The peer drives retries of its own pairs; stay ready for its next attempt and report
     // this failure only if nothing better arrives before the deadline.
-    p.become(Waiting{std::make_unique<cm::Failure>(f)});
+    pairs_.become(p, Waiting{std::make_unique<cm::Failure>(f)});
     // UNREACHABLE on the passive side means our REP retries ran out: either every REP was
     // lost (the peer will retry with a newer attempt) or every RTU was (the peer is
     // established and would never retry). Only the peer knows which: ask it (repair.h).
@@ -249,8 +248,7 @@ void Engine::give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause) {
   PeerError e{p.peer, p.lane, p.role, p.attempt, cause, peer_reject_code(f), f};
   WIREUP_LOG(warn, "wireup: %s", e.describe().c_str());
   const bool farewell = owes_farewell(p, f, cause);
-  p.become(Failed{records_.add_error(std::move(e)), nullptr});
-  pairs_.settled();
+  pairs_.become(p, Failed{records_.add_error(std::move(e)), nullptr});
   records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::failed, p.as<Failed>()->error});
   ++stats_[Counter::failed];
   if (farewell) say_farewell(p);
@@ -258,8 +256,7 @@ void Engine::give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause) {
 
 void Engine::expire() {
   for (Pair& p : pairs_) {
-    const PairState s = p.state();
-    if (s == PairState::established || s == PairState::failed || s == PairState::idle) continue;
+    if (!p.open()) continue;
     expire_pair(p);
   }
   retries_.clear();
@@ -269,7 +266,7 @@ void Engine::expire() {
 void Engine::expire_pair(Pair& p) {
   std::unique_ptr<cm::Failure> last = take_last(p);
   release_state(p);
-  p.become(Waiting{});
+  pairs_.become(p, Waiting{});
   cm::Failure f;
   PeerError::Cause cause = PeerError::Cause::failed;
   if (last && p.role == cm::Role::passive) {

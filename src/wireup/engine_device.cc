@@ -123,8 +123,7 @@ void Engine::lose_device(const std::string& why) {
   f.kind = cm::FailKind::device_removal;
   f.error = Error::make(ErrorCode::device_removed, "wireup", why);
   for (Pair& p : pairs_) {
-    const PairState s = p.state();
-    if (s == PairState::established || s == PairState::failed) continue;
+    if (!p.open()) continue;  // settled already, or idle
     f.error.peer = "rank " + std::to_string(p.peer) + " lane " + std::to_string(p.lane);
     give_up(p, f, PeerError::Cause::device_removed);
   }

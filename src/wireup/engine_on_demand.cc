@@ -34,14 +34,11 @@ Status Engine::check_peer_call(const char* call, uint32_t peer) const {
 }
 
 void Engine::open_lane(Pair& p, cm::Role role) {
-  const bool was_open = p.state() == PairState::waiting || p.state() == PairState::connecting ||
-                        p.state() == PairState::probing;
   release_state(p);
   p.role = role;
   p.attempt = 0;  // a new conversation: the peer counts its attempts from 1 again
   p.awaiting_address = false;
-  p.become(Waiting{});
-  if (!was_open) pairs_.reopened();
+  pairs_.become(p, Waiting{});
   p.first_start = now();
   od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, pairs_.index(p));
 }
@@ -134,13 +131,11 @@ void Engine::close_lane(Pair& p) {
     if (e->qp && !e->qp->kept()) records_.withdraw(e->result);
     removed_.push_back(Removed{std::move(e->id), std::move(e->qp)});
     ++stats_[Counter::lanes_closed];
-  } else if (p.state() != PairState::failed && p.state() != PairState::idle) {
-    pairs_.settled();
   }
   release_state(p);
   p.awaiting_address = false;
   p.attempt = 0;
-  p.become(Idle{});
+  pairs_.become(p, Idle{});
   records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::closed, 0});
 }
 
@@ -222,7 +217,7 @@ void Engine::wait_as_passive(Pair& p) {
   p.role = cm::Role::passive;
   p.attempt = 0;
   p.awaiting_address = false;
-  p.become(Waiting{});
+  pairs_.become(p, Waiting{});
 }
 
 bool Engine::yield_to_crossing(Pair& p, const cm::Failure& f) {
@@ -241,8 +236,7 @@ int Engine::expire_due(Nanos t) {
     od_.deadlines.pop_front();
     Pair* p = pairs_.at(i);
     if (p == nullptr || p->first_start + opt().wireup_timeout != due) continue;  // asked again since
-    const PairState s = p->state();
-    if (s != PairState::waiting && s != PairState::connecting && s != PairState::probing) continue;
+    if (!p->open()) continue;
     expire_pair(*p);
     ++work;
   }

@@ -52,7 +52,7 @@ void Engine::handle_request(prov::CmEvent& ev) {
   p->attempt = v.header.attempt;
   auto c = cm::Connection::from_request(prov_, ev, spec_for(*p, v.header.nonce), this);
   if (p->first_start == cm::kUnset) p->first_start = c->timings().start;  // its one reading
-  p->become(Connecting{std::move(c), false, std::move(last)});
+  pairs_.become(*p, Connecting{std::move(c), false, std::move(last)});
   after_event(*p);  // queues it for a QP; grant_qps() accepts within the QP window
 }
 

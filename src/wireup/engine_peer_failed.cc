@@ -11,8 +11,9 @@ size_t Engine::fail_peer(uint32_t peer, const std::string& why) {
   if (!life_.started) return 0;  // the pairs are planned by start()
   for (Pair& p : pairs_) {
     if (p.peer != peer) continue;
-    const PairState s = p.state();
-    if (s == PairState::established || s == PairState::failed) continue;
+    // Only what is still on its way: an established, failed or idle (on demand: disconnected)
+    // lane owes no outcome.
+    if (!p.open()) continue;
     // A retry queued or a QP grant awaited for this pair is skipped when popped: both check
     // that the pair still waits or connects (start_connects, grant_qps).
     cm::Failure f;

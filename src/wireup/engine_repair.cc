@@ -49,7 +49,7 @@ void Engine::start_notice(Pair& p) {
   const uint64_t nonce = fixed_.wire.fresh_nonce();
   cm::Spec spec = spec_for(p, nonce);
   (void)spec.private_data.assign(fixed_.wire.rtu_lost(p.peer, p.lane, n->attempt, nonce));
-  Probing& pr = p.become(Probing{std::move(n)});
+  Probing& pr = pairs_.become(p, Probing{std::move(n)});
   auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec, this);
   if (!c) return settle_notice(p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
   pr.notice->conn = std::move(c).value();
@@ -78,14 +78,14 @@ void Engine::settle_notice(Pair& p, const cm::Failure& a) {
       WIREUP_LOG(info, "rank %u: %s: the peer never got our REP's answer through (RTU lost); it reconnects",
                  opt().rank, pair_name(p.peer, p.lane, attempt).c_str());
       // Reported only if the newer attempt never comes before the deadline.
-      p.become(Waiting{std::make_unique<cm::Failure>(rtu_lost_failure(
+      pairs_.become(p, Waiting{std::make_unique<cm::Failure>(rtu_lost_failure(
           p, a.status, "our REP retries for " + at +
                            " ran out though the peer was established (its RTUs were lost); it tore the lane "
                            "down to reconnect, and no newer attempt arrived"))});
       return;
     case repair::Outcome::peer_retries:
       // The peer retries on its own: wait for it as for any lost REP.
-      p.become(Waiting{std::make_unique<cm::Failure>(n.unreachable)});
+      pairs_.become(p, Waiting{std::make_unique<cm::Failure>(n.unreachable)});
       return;
     case repair::Outcome::ask_again:
       (void)retries_.schedule(RetryScheduler::Queue::notice, pairs_.index(p), n.tries, now());
@@ -139,8 +139,7 @@ void Engine::tear_down_established(Pair& p) {
   // transport's is on its QP, and dropping it hands it back (a wrapper's release hook). The
   // id's CM sends a DREQ to the peer's idle id, which the peer's CM answers.
   records_.withdraw(p.as<Established>()->result);
-  p.become(Waiting{});
-  pairs_.reopened();
+  pairs_.become(p, Waiting{});
 }
 
 void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {

@@ -38,6 +38,12 @@ namespace wireup {
 enum class PairState : uint8_t { waiting, connecting, established, failed, probing, idle };
 const char* to_string(PairState s);
 
+// Whether a pair is open: wireup still owes an outcome for it (the engine is done() when none
+// is). Established, failed and idle pairs are settled; the others are on their way.
+constexpr bool is_open(PairState s) {
+  return s == PairState::waiting || s == PairState::connecting || s == PairState::probing;
+}
+
 inline uint64_t pair_key(uint32_t peer, uint32_t lane) { return (uint64_t(peer) << 16) | lane; }
 inline uint32_t key_peer(uint64_t k) { return static_cast<uint32_t>(k >> 16); }
 inline uint16_t key_lane(uint64_t k) { return static_cast<uint16_t>(k & 0xffff); }
@@ -75,10 +81,19 @@ struct Probing {
 };
 struct Idle {};
 
+class PairTable;
+
 struct Pair {
+  using State = std::variant<Waiting, Connecting, Established, Failed, Probing, Idle>;
+
+ private:
+  // Changed only by PairTable::become, which keeps the count of open pairs.
+  friend class PairTable;
   // First, so that the fields below fill the 7 bytes after its 1-byte index (the variant is
   // not a POD: [[no_unique_address]] lets them use its tail padding).
-  [[no_unique_address]] std::variant<Waiting, Connecting, Established, Failed, Probing, Idle> st;
+  [[no_unique_address]] State st;
+
+ public:
   cm::Role role = cm::Role::active;
   uint16_t lane = 0;
   uint32_t peer = 0;
@@ -92,16 +107,14 @@ struct Pair {
   Nanos first_start{-1};
 
   PairState state() const { return static_cast<PairState>(st.index()); }
+  bool open() const { return is_open(state()); }
   uint64_t key() const { return pair_key(peer, lane); }
   template <class S>
   S* as() { return std::get_if<S>(&st); }
   template <class S>
   const S* as() const { return std::get_if<S>(&st); }
-  // Replaces the state (and destroys what the old one owned: retire connections first).
-  template <class S>
-  S& become(S s = {}) { return st.template emplace<S>(std::move(s)); }
 };
-static_assert(std::variant_size_v<decltype(Pair::st)> == 6, "one alternative per PairState");
+static_assert(std::variant_size_v<Pair::State> == 6, "one alternative per PairState");
 // 24 bytes of state (the largest alternative), its index, then the pair's own 23 bytes in the
 // variant's tail padding and after it (the address flag shares the index's word: the key's
 // fields, read by every lookup, stay whole).
@@ -161,10 +174,18 @@ class PairTable {
   // On demand: queues a pair's first attempt behind those already queued.
   void queue_start(const Pair& p) { start_order_.push_back(p.index); }
 
-  // Pairs neither established nor failed (nor idle).
+  // Replaces a pair's state (and destroys what the old one owned: retire connections first).
+  // The one way a pair changes state, so that the count of open pairs follows every change.
+  template <class S>
+  S& become(Pair& p, S s = {}) {
+    const bool was = p.open();
+    S& now = p.st.template emplace<S>(std::move(s));
+    if (was != p.open()) was ? --open_ : ++open_;
+    return now;
+  }
+
+  // The pairs that are is_open(); kept by become(), build() and add().
   size_t open() const { return open_; }
-  void settled() { --open_; }
-  void reopened() { ++open_; }
 
   // Wireup over: the start order is not needed any more.
   void release_start_order();

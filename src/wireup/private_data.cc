@@ -57,6 +57,11 @@ const char* to_string(RejectCode c) {
   return "unknown";
 }
 
+bool unknown_reject_reason(std::span<const uint8_t> b) {
+  if (b.size() < 8 || get<uint32_t>(b.data()) != kWireMagic) return false;
+  return b[5] == static_cast<uint8_t>(WireKind::reject) && get<uint16_t>(b.data() + 6) > static_cast<uint16_t>(kLastRejectCode);
+}
+
 WireBytes encode(const WireHeader& h) {
   WireBytes b{};
   put<uint32_t>(&b[0], kWireMagic);

@@ -79,6 +79,9 @@ enum class RejectCode : uint16_t {
 };
 inline constexpr RejectCode kLastRejectCode = RejectCode::crossed;
 const char* to_string(RejectCode c);
+// A wireup REJ (our magic, kind reject) whose reason is past kLastRejectCode: a newer peer's,
+// which decode() refuses. Only the header is read; nothing is authenticated.
+bool unknown_reject_reason(std::span<const uint8_t> b);
 
 struct WireHeader {
   WireKind kind = WireKind::request;

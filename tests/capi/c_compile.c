@@ -27,7 +27,7 @@ static int no_qp(void* arg, const wireup_qp_request_t* req, struct ibv_qp** out)
 int main(void) {
   wireup_status_t s;
   wireup_context_params_t cp;
-  wireup_params_t p = {0, 2, 1, 42, NULL};
+  wireup_params_t p;
   wireup_t* w = NULL;
   wireup_context_t* ctx = NULL;
   size_t len = 0;
@@ -36,9 +36,36 @@ int main(void) {
   EXPECT(strlen(wireup_strerror(WIREUP_ERR_NO_DEVICE)) > 0);
 
   wireup_context_params_init(&cp);
-  EXPECT(cp.local_rank == -1 && cp.provider == NULL);
+  EXPECT(cp.local_rank == -1 && cp.provider == NULL && cp.struct_size == sizeof cp);
+  wireup_params_init(&p);
+  p.nranks = 2;
+  p.lanes = 1;
+  p.job_key = 42;
+  p.qp_create = no_qp;
+  EXPECT(p.struct_size == sizeof p && p.qp_release == NULL && p.qp_arg == NULL);
 
-  s = wireup_create(NULL, &p, no_qp, NULL, &w);
+  {
+    unsigned major = 99, minor = 99, patch = 99;
+    wireup_version(&major, &minor, &patch);
+    EXPECT(major == WIREUP_VERSION_MAJOR && minor == WIREUP_VERSION_MINOR && patch == WIREUP_VERSION_PATCH);
+    EXPECT(strcmp(wireup_version_string(), WIREUP_VERSION_STRING) == 0);
+    EXPECT(WIREUP_VERSION == WIREUP_VERSION_OF(WIREUP_VERSION_MAJOR, WIREUP_VERSION_MINOR, WIREUP_VERSION_PATCH));
+    wireup_version(NULL, NULL, NULL);
+  }
+  {
+    wireup_result_t r;
+    wireup_lane_event_t lev;
+    WIREUP_STRUCT_INIT(&r);
+    EXPECT(r.struct_size == sizeof r && r.qp == NULL);
+    lev.struct_size = (uint32_t)offsetof(wireup_lane_event_t, index);
+    EXPECT(WIREUP_HAS_FIELD(&lev, type) && !WIREUP_HAS_FIELD(&lev, index));
+    EXPECT(strcmp(wireup_error_kind_name(WIREUP_ERROR_RTU_LOST), "rtu_lost") == 0);
+    EXPECT(strcmp(wireup_ece_outcome_name(WIREUP_ECE_NEGOTIATED), "negotiated") == 0);
+    EXPECT(strcmp(wireup_reject_reason_name(WIREUP_REJECT_WRONG_JOB_KEY), "wrong_job_key") == 0);
+    EXPECT(strcmp(wireup_tally_group_name(WIREUP_TALLY_FAILURES), "failures") == 0);
+  }
+
+  s = wireup_create(NULL, &p, &w);
   EXPECT(s == WIREUP_ERR_INVALID_ARGUMENT && w == NULL);
   EXPECT(strstr(wireup_last_error(NULL), "context is NULL") != NULL);
   EXPECT(wireup_progress(NULL, NULL) == WIREUP_ERR_INVALID_ARGUMENT);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -89,9 +90,14 @@ TEST(CapiHost, NoDeviceFailsWithOneClearSentence) {
 }
 
 TEST(CapiHost, NullHandlesAreRefusedByName) {
-  const wireup_params_t p{0, 2, 1, 7, nullptr};
+  wireup_params_t p;
+  wireup_params_init(&p);
+  p.nranks = 2;
+  p.lanes = 1;
+  p.job_key = 7;
+  p.qp_create = never;
   wireup_t* w = nullptr;
-  EXPECT_EQ(wireup_create(nullptr, &p, never, nullptr, &w), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(wireup_create(nullptr, &p, &w), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(w, nullptr);
   EXPECT_EQ(last(), "wireup_create: the context is NULL");
 
@@ -99,7 +105,9 @@ TEST(CapiHost, NullHandlesAreRefusedByName) {
   size_t len = sizeof buf;
   int work = -7;
   wireup_result_t r;
+  WIREUP_STRUCT_INIT(&r);
   wireup_peer_error_t e;
+  WIREUP_STRUCT_INIT(&e);
   EXPECT_EQ(wireup_local_address(nullptr, buf, &len), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(last(), "wireup_local_address: the wireup handle is NULL");
   EXPECT_EQ(wireup_set_peers(nullptr, nullptr, 0), WIREUP_ERR_INVALID_ARGUMENT);
@@ -118,7 +126,9 @@ TEST(CapiHost, NullHandlesAreRefusedByName) {
   EXPECT_EQ(wireup_on_device_event(nullptr, nullptr, nullptr), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(wireup_stats_json(nullptr, nullptr, &len), WIREUP_ERR_INVALID_ARGUMENT);
   wireup_counters_t c;
+  WIREUP_STRUCT_INIT(&c);
   wireup_tally_t t;
+  WIREUP_STRUCT_INIT(&t);
   uint64_t samples[4];
   size_t n = 4;
   EXPECT_EQ(wireup_counters_get(nullptr, &c), WIREUP_ERR_INVALID_ARGUMENT);
@@ -184,6 +194,81 @@ TEST(CapiHost, CxxFaceThrowsWithStatusAndMessage) {
     EXPECT_EQ(e.status(), WIREUP_ERR_CONFIG);
     EXPECT_NE(std::string(e.what()).find("engine.lanes"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CapiHost, VersionIsTheHeadersOne) {
+  unsigned major = 99, minor = 99, patch = 99;
+  wireup_version(&major, &minor, &patch);
+  EXPECT_EQ(major, unsigned(WIREUP_VERSION_MAJOR));
+  EXPECT_EQ(minor, unsigned(WIREUP_VERSION_MINOR));
+  EXPECT_EQ(patch, unsigned(WIREUP_VERSION_PATCH));
+  EXPECT_STREQ(wireup_version_string(), WIREUP_VERSION_STRING);
+  EXPECT_EQ(std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch), WIREUP_VERSION_STRING);
+  unsigned only_minor = 99;
+  wireup_version(nullptr, &only_minor, nullptr);  // any pointer may be NULL
+  EXPECT_EQ(only_minor, unsigned(WIREUP_VERSION_MINOR));
+  static_assert(WIREUP_VERSION == WIREUP_VERSION_MAJOR * 1000000 + WIREUP_VERSION_MINOR * 1000 + WIREUP_VERSION_PATCH);
+  static_assert(WIREUP_VERSION_OF(0, 10, 0) > WIREUP_VERSION_OF(0, 9, 999), "comparable");
+}
+
+// A struct never initialized (struct_size 0) is refused, naming the struct and both sizes.
+TEST(CapiHost, AStructWithoutItsSizeIsNamed) {
+  wireup_context_params_t cp;
+  std::memset(&cp, 0, sizeof cp);
+  wireup_context_t* ctx = nullptr;
+  EXPECT_EQ(wireup_context_create(&cp, &ctx), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctx, nullptr);
+  EXPECT_NE(last().find("wireup_context_params_t"), std::string::npos) << last();
+  EXPECT_NE(last().find("struct_size 0 is below the smallest layout (" + std::to_string(sizeof cp) + " bytes"),
+            std::string::npos)
+      << last();
+  // Larger than this library's, with something set past its end: a newer caller's request
+  // this library cannot honour.
+  struct Newer {
+    wireup_context_params_t known;
+    uint64_t unknown;
+  } newer;
+  wireup_context_params_init(&newer.known);
+  newer.known.struct_size = sizeof newer;
+  newer.unknown = 1;
+  EXPECT_EQ(wireup_context_create(&newer.known, &ctx), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("of the part it does not know is set"), std::string::npos) << last();
+}
+
+// Every value of every public enum has its own name, the one the stats JSON and the logs use;
+// a value not listed reads "unknown".
+TEST(CapiHost, EveryEnumValueHasItsName) {
+  std::set<std::string> kinds;
+  for (int k = WIREUP_ERROR_REJECTED; k <= WIREUP_ERROR_ABANDONED; ++k)
+    EXPECT_TRUE(kinds.insert(wireup_error_kind_name(static_cast<wireup_error_kind_t>(k))).second) << k;
+  EXPECT_FALSE(kinds.count("unknown"));
+  EXPECT_STREQ(wireup_error_kind_name(WIREUP_ERROR_LOCAL), "local_error");
+  EXPECT_STREQ(wireup_error_kind_name(WIREUP_ERROR_BAD_REPLY), "bad_reply");
+  EXPECT_STREQ(wireup_error_kind_name(static_cast<wireup_error_kind_t>(0)), "unknown");
+  EXPECT_STREQ(wireup_error_kind_name(static_cast<wireup_error_kind_t>(99)), "unknown");
+
+  std::set<std::string> ece;
+  for (int o = WIREUP_ECE_DISABLED; o <= WIREUP_ECE_REJECTED; ++o)
+    EXPECT_TRUE(ece.insert(wireup_ece_outcome_name(static_cast<wireup_ece_outcome_t>(o))).second) << o;
+  EXPECT_EQ(ece, (std::set<std::string>{"disabled", "negotiated", "unsupported", "vendor_mismatch", "rejected"}));
+  EXPECT_STREQ(wireup_ece_outcome_name(static_cast<wireup_ece_outcome_t>(5)), "unknown");
+
+  std::set<std::string> reasons;
+  for (int r = WIREUP_REJECT_NONE; r <= WIREUP_REJECT_CROSSED; ++r)
+    EXPECT_TRUE(reasons.insert(wireup_reject_reason_name(static_cast<wireup_reject_reason_t>(r))).second) << r;
+  EXPECT_FALSE(reasons.count("unknown"));
+  EXPECT_STREQ(wireup_reject_reason_name(WIREUP_REJECT_WRONG_JOB_KEY), "wrong_job_key");
+  EXPECT_STREQ(wireup_reject_reason_name(WIREUP_REJECT_UNKNOWN), "unknown");
+
+  EXPECT_STREQ(wireup_tally_group_name(WIREUP_TALLY_REJECTS_RECEIVED), "rejects_received");
+  EXPECT_STREQ(wireup_tally_group_name(WIREUP_TALLY_REJECTS_SENT), "rejects_sent");
+  EXPECT_STREQ(wireup_tally_group_name(WIREUP_TALLY_FAILURES), "failures");
+  EXPECT_STREQ(wireup_tally_group_name(WIREUP_TALLY_ECE_OUTCOMES), "ece_outcomes");
+  EXPECT_STREQ(wireup_tally_group_name(static_cast<wireup_tally_group_t>(0)), "unknown");
 }
 
 }  // namespace

@@ -61,6 +61,7 @@ struct Transport {
   void reread_results(wireup_t* w) {
     for (size_t i = 0; i < wireup_result_count(w); ++i) {
       wireup_result_t r;
+      WIREUP_STRUCT_INIT(&r);
       if (wireup_result_get(w, i, &r) != WIREUP_OK)
         problems.push_back("result " + std::to_string(i) + " read again: " + wireup_last_error(w));
       else if (given.count(seam_qp(r.qp)) == 0)
@@ -71,6 +72,7 @@ struct Transport {
   void read_results(wireup_t* w) {
     for (size_t i = given.size(); i < wireup_result_count(w); ++i) {
       wireup_result_t r;
+      WIREUP_STRUCT_INIT(&r);
       if (wireup_result_get(w, i, &r) != WIREUP_OK) {
         problems.push_back(std::string("wireup_result_get: ") + wireup_last_error(w));
         continue;
@@ -176,8 +178,16 @@ class SimJob {
       cp.config_overrides = ov.data();
       cp.num_config_overrides = ov.size();
       ASSERT_EQ(capi_seam::context_create(p, *t.dev, &cp, &ctx_[r]), WIREUP_OK) << wireup_last_error(nullptr);
-      wireup_params_t wp{r, nodes_, lanes, 0x5eed, release_qp};
-      ASSERT_EQ(wireup_create(ctx_[r], &wp, create_qp, &t, &w_[r]), WIREUP_OK) << wireup_last_error(nullptr);
+      wireup_params_t wp;
+      wireup_params_init(&wp);
+      wp.rank = r;
+      wp.nranks = nodes_;
+      wp.lanes = lanes;
+      wp.job_key = 0x5eed;
+      wp.qp_create = create_qp;
+      wp.qp_release = release_qp;
+      wp.qp_arg = &t;
+      ASSERT_EQ(wireup_create(ctx_[r], &wp, &w_[r]), WIREUP_OK) << wireup_last_error(nullptr);
       ASSERT_EQ(wireup_on_event(w_[r], on_event, &t), WIREUP_OK);
       ASSERT_EQ(wireup_on_lane_event(w_[r], on_lane, &t), WIREUP_OK);
       uint8_t buf[WIREUP_ADDRESS_MAX];
@@ -255,6 +265,7 @@ void expect_clean(Transport& t, const char* who) {
 const wireup_peer_error_t* find_error(wireup_t* w, uint32_t peer, uint32_t lane, wireup_peer_error_t* out) {
   for (size_t i = 0; i < wireup_error_count(w); ++i) {
     wireup_peer_error_t e;
+    WIREUP_STRUCT_INIT(&e);
     if (wireup_error_get(w, i, &e) == WIREUP_OK && e.peer == peer && e.lane == lane) return &(*out = e);
   }
   return nullptr;
@@ -287,24 +298,29 @@ void expect_lane_lost_and_reported(SimJob& job) {
   std::string seen;
   for (const Event& e : a.events) {
     seen += " " + e.name + "(" + std::to_string(e.peer) + "," + std::to_string(e.lane) + ")";
-    if (e.name != "RTU_LOST") continue;
+    if (e.type != WIREUP_EVENT_RTU_LOST) continue;
     ++lost;
     EXPECT_EQ(e.peer, 1u);
     EXPECT_EQ(e.lane, 0u);
-    EXPECT_EQ(e.type, WIREUP_EVENT_DISCONNECTED);
+    EXPECT_EQ(e.name, "RTU_LOST");
     EXPECT_EQ(e.status, -ECONNRESET);
   }
   EXPECT_EQ(lost, 1u) << "the lane loss must be reported to the active side's transport exactly once; events:"
                       << seen;
   wireup_tally_t tally;
+  WIREUP_STRUCT_INIT(&tally);
   uint64_t refused = 0;
   for (size_t i = 0; i < wireup_tally_count(job.w(0)); ++i)
-    if (wireup_tally_get(job.w(0), i, &tally) == WIREUP_OK && std::string(tally.group) == "rejects_sent" &&
-        std::string(tally.key) == "repair_refused")
+    if (wireup_tally_get(job.w(0), i, &tally) == WIREUP_OK && tally.group == WIREUP_TALLY_REJECTS_SENT &&
+        tally.key == WIREUP_REJECT_REPAIR_REFUSED) {
+      EXPECT_STREQ(tally.key_name, "repair_refused");
       refused = tally.count;
+    }
   EXPECT_EQ(refused, 1u) << "the notice must be answered repair_refused";
   // The same through the counters, on both sides.
-  wireup_counters_t ca{}, cp{};
+  wireup_counters_t ca, cp;
+  WIREUP_STRUCT_INIT(&ca);
+  WIREUP_STRUCT_INIT(&cp);
   ASSERT_EQ(wireup_counters_get(job.w(0), &ca), WIREUP_OK);
   ASSERT_EQ(wireup_counters_get(job.w(1), &cp), WIREUP_OK);
   EXPECT_EQ(ca.rtu_lost_received, 1u);
@@ -313,10 +329,11 @@ void expect_lane_lost_and_reported(SimJob& job) {
   EXPECT_GE(cp.rtu_lost_sent, 1u);
   // The passive side: no connection, an error saying why.
   EXPECT_EQ(p.lanes.count({0u, 0u}), 0u);
-  wireup_peer_error_t e{};
-  e.kind = e.message = "";
+  wireup_peer_error_t e;
+  WIREUP_STRUCT_INIT(&e);
+  e.message = "";
   EXPECT_NE(find_error(job.w(1), 0, 0, &e), nullptr) << "the passive side reports nothing for rank 0 lane 0";
-  EXPECT_STREQ(e.kind, "rtu_lost") << e.message;
+  EXPECT_EQ(e.kind, WIREUP_ERROR_RTU_LOST) << e.message;
   EXPECT_NE(std::string(e.message).find("could not reconnect"), std::string::npos) << e.message;
   std::printf("rank 0 events:%s\nrank 1: %s\n", seen.c_str(), e.message);
   job.teardown();
@@ -355,11 +372,13 @@ TEST(CapiSim, AQpNotFreshFromTheFactoryIsNamedAndHandedBack) {
   ASSERT_NO_FATAL_FAILURE(job.start(1));
   Status s = job.run(300s);
   ASSERT_TRUE(s) << s.message();
-  wireup_peer_error_t e{};
+  wireup_peer_error_t e;
+  WIREUP_STRUCT_INIT(&e);
   e.message = "";
   wireup_t* active = nullptr;
   for (uint32_t r = 0; r < 2; ++r) {
     wireup_peer_error_t x;
+    WIREUP_STRUCT_INIT(&x);
     if (find_error(job.w(r), 1 - r, 0, &x) != nullptr && x.active) active = job.w(r), e = x;
   }
   ASSERT_NE(active, nullptr) << "no error on the active side";
@@ -397,6 +416,7 @@ TEST(CapiSim, OnDemandCrossingDisconnectAndReconnect) {
     for (const wireup_lane_event_t& e : t.lane_events) {
       ASSERT_EQ(e.type, WIREUP_LANE_EVENT_READY) << "rank " << r;
       wireup_result_t res;
+      WIREUP_STRUCT_INIT(&res);
       ASSERT_EQ(wireup_result_get(job.w(r), e.index, &res), WIREUP_OK) << wireup_last_error(job.w(r));
       EXPECT_EQ(res.peer, e.peer);
       EXPECT_EQ(res.lane, e.lane);
@@ -406,7 +426,9 @@ TEST(CapiSim, OnDemandCrossingDisconnectAndReconnect) {
   EXPECT_EQ(job.t(0).lane_events.size(), 2u);
   EXPECT_EQ(job.t(1).lane_events.size(), 1u);
   EXPECT_EQ(wireup_lane_state(job.w(1), 2, 0), WIREUP_LANE_IDLE) << "nobody asked for 1-2";
-  wireup_counters_t c0{}, c1{};
+  wireup_counters_t c0, c1;
+  WIREUP_STRUCT_INIT(&c0);
+  WIREUP_STRUCT_INIT(&c1);
   ASSERT_EQ(wireup_counters_get(job.w(0), &c0), WIREUP_OK);
   ASSERT_EQ(wireup_counters_get(job.w(1), &c1), WIREUP_OK);
   EXPECT_EQ(c0.crossed_yielded + c1.crossed_yielded, 1u) << "0 and 1 crossed once";
@@ -487,6 +509,7 @@ void connect_and_send(SimJob& job, std::vector<char>& mem, std::unique_ptr<prov:
   ASSERT_EQ(wireup_result_count(job.w(1)), 0u);
   job.t(0).read_results(job.w(0));
   wireup_result_t r;
+  WIREUP_STRUCT_INIT(&r);
   ASSERT_EQ(wireup_result_get(job.w(0), 0, &r), WIREUP_OK);
   mem.assign(64, 'x');
   auto m = job.t(0).pd->reg_mr(mem.data(), mem.size(), prov::access::local_write);
@@ -511,7 +534,8 @@ TEST(CapiSimAsync, TransportModeTheTransportReadsCommEstAndHandsItOver) {
   // The packet lands, COMM_EST is raised: the library must leave it where it is.
   EXPECT_FALSE(progress_until(job, 2, 200ms, [&] { return wireup_result_count(job.w(1)) == 1; }));
   ASSERT_EQ(job.fabric().raised_pending(1, 0), 1u) << "transport mode: the library read the device's event";
-  wireup_counters_t c{};
+  wireup_counters_t c;
+  WIREUP_STRUCT_INIT(&c);
   ASSERT_EQ(wireup_counters_get(job.w(1), &c), WIREUP_OK);
   EXPECT_EQ(c.device_events, 0u);
 
@@ -585,7 +609,8 @@ TEST(CapiSimAsync, LibraryModeReadsItselfAndForwardedEventsNameTheirObject) {
   ASSERT_NO_FATAL_FAILURE(connect_and_send(job, mem, mr));
   ASSERT_TRUE(progress_until(job, 2, 1s, [&] { return wireup_result_count(job.w(1)) == 1; }));
   EXPECT_EQ(job.fabric().raised_pending(1, 0), 0u);
-  wireup_counters_t c{};
+  wireup_counters_t c;
+  WIREUP_STRUCT_INIT(&c);
   ASSERT_EQ(wireup_counters_get(job.w(1), &c), WIREUP_OK);
   EXPECT_EQ(c.comm_est_notified, 1u);
 
@@ -600,6 +625,7 @@ TEST(CapiSimAsync, LibraryModeReadsItselfAndForwardedEventsNameTheirObject) {
   int srq_marker = 0, cq_marker = 0;
   job.t(1).read_results(job.w(1));
   wireup_result_t r1;
+  WIREUP_STRUCT_INIT(&r1);
   ASSERT_EQ(wireup_result_get(job.w(1), 0, &r1), WIREUP_OK);
   prov::sim::SimFabric& f = job.fabric();
   f.raise_device_event(1, 0, prov::DeviceEventType::srq_limit_reached, 0, &srq_marker);
@@ -643,6 +669,61 @@ TEST(CapiSimAsync, AnUnknownOwnerIsAConfigError) {
   const std::string msg = wireup_last_error(nullptr);
   EXPECT_NE(msg.find("device.async_events"), std::string::npos) << msg;
   EXPECT_NE(msg.find("transport"), std::string::npos) << msg;
+}
+
+// The struct_size rule on a live handle: wireup_create needs its factory in the params, an
+// older caller's output struct (a prefix) is written only up to its size, a newer caller's
+// gets its unknown tail zeroed, and every struct carries its size into the callbacks.
+TEST(CapiSimAbi, ParamsAndOutputStructsFollowTheSizeRule) {
+  SimJob job(2, 2, prov::sim::SimConfig{}, {});
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  ASSERT_TRUE(job.run(300s));
+  wireup_params_t p;
+  wireup_params_init(&p);
+  p.nranks = 2;
+  p.job_key = 1;
+  wireup_t* w = nullptr;
+  EXPECT_EQ(wireup_create(job.ctx(0), &p, &w), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(wireup_last_error(nullptr)), "wireup_create: params->qp_create (the QP factory) is NULL");
+  EXPECT_EQ(w, nullptr);
+
+  ASSERT_EQ(wireup_result_count(job.w(0)), 1u);
+  wireup_result_t full;
+  WIREUP_STRUCT_INIT(&full);
+  ASSERT_EQ(wireup_result_get(job.w(0), 0, &full), WIREUP_OK) << wireup_last_error(job.w(0));
+  EXPECT_NE(full.qp, nullptr);
+  EXPECT_EQ(full.ece_outcome, WIREUP_ECE_NEGOTIATED) << wireup_ece_outcome_name(full.ece_outcome);
+  // An older caller: its struct ends after remote_qpn.
+  struct {
+    wireup_result_t r;
+    uint8_t guard[8];
+  } older;
+  std::memset(&older, 0xab, sizeof older);
+  older.r.struct_size = offsetof(wireup_result_t, attempts);
+  EXPECT_EQ(wireup_result_get(job.w(0), 0, &older.r), WIREUP_ERR_INVALID_ARGUMENT) << "below the first layout";
+  EXPECT_NE(std::string(wireup_last_error(job.w(0))).find("wireup_result_t: invalid argument: struct_size 32 is below"), std::string::npos)
+      << wireup_last_error(job.w(0));
+  // A newer caller: fields past this library's read 0.
+  struct {
+    wireup_result_t r;
+    uint64_t later;
+  } newer;
+  std::memset(&newer, 0xff, sizeof newer);
+  newer.r.struct_size = sizeof newer;
+  ASSERT_EQ(wireup_result_get(job.w(0), 0, &newer.r), WIREUP_OK) << wireup_last_error(job.w(0));
+  EXPECT_EQ(newer.r.local_qpn, full.local_qpn);
+  EXPECT_EQ(newer.later, 0u);
+  EXPECT_EQ(newer.r.struct_size, sizeof newer);
+
+  wireup_counters_t c;
+  std::memset(&c, 0, sizeof c);  // struct_size 0: never initialized
+  EXPECT_EQ(wireup_counters_get(job.w(0), &c), WIREUP_ERR_INVALID_ARGUMENT);
+  WIREUP_STRUCT_INIT(&c);
+  ASSERT_EQ(wireup_counters_get(job.w(0), &c), WIREUP_OK);
+  EXPECT_EQ(c.established_active + c.established_passive, 1u);
+
+  for (const wireup_lane_event_t& e : job.t(0).lane_events) EXPECT_EQ(e.struct_size, sizeof(wireup_lane_event_t));
+  EXPECT_FALSE(job.t(0).lane_events.empty());
 }
 
 }  // namespace

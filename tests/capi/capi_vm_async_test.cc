@@ -65,9 +65,9 @@ void connect_and_drain_srq(wireup_context_t* ctx, Transport& t, std::vector<wire
   ASSERT_NE(t.srq, nullptr) << "ibv_create_srq: errno " << errno;
   seen.resize(2);
   for (uint32_t r = 0; r < 2; ++r) {
-    const wireup_params_t p{r, 2, 1, kKey, &Transport::release};
+    const wireup_params_t p = params_for(r, 2, 1, kKey, &t);
     wireup_t* w = nullptr;
-    ASSERT_EQ(wireup_create(ctx, &p, &Transport::create, &t, &w), WIREUP_OK) << wireup_last_error(nullptr);
+    ASSERT_EQ(wireup_create(ctx, &p, &w), WIREUP_OK) << wireup_last_error(nullptr);
     ws.push_back(w);
     ASSERT_EQ(wireup_on_device_event(w, on_device_event, &seen[r]), WIREUP_OK);
   }
@@ -75,6 +75,7 @@ void connect_and_drain_srq(wireup_context_t* ctx, Transport& t, std::vector<wire
   ASSERT_TRUE(drive(ws, 60s));
   ASSERT_EQ(wireup_result_count(ws[0]), 1u);
   wireup_result_t r0;
+  WIREUP_STRUCT_INIT(&r0);
   ASSERT_EQ(wireup_result_get(ws[0], 0, &r0), WIREUP_OK);
 
   static char buf[16 * 64];
@@ -138,7 +139,8 @@ TEST(CapiVm, AsyncEventsOwnedByTheTransportAreHandedOver) {
     EXPECT_TRUE(progress_for(ws, 5000ms, [&] { return srq_events(seen[0], t.srq) + srq_events(seen[1], t.srq) == 2; }))
         << "each handle reports the handed-over SRQ event, naming the transport's SRQ";
     for (wireup_t* w : ws) {
-      wireup_counters_t c{};
+      wireup_counters_t c;
+      WIREUP_STRUCT_INIT(&c);
       ASSERT_EQ(wireup_counters_get(w, &c), WIREUP_OK);
       EXPECT_EQ(c.device_events, 1u);
     }

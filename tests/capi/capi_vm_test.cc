@@ -16,15 +16,18 @@ using namespace std::chrono_literals;
 constexpr uint64_t kKey = 0x5eed0fc0ffee0001ULL;
 
 wireup_t* make(wireup_context_t* ctx, Transport& t, uint32_t rank, uint32_t nranks, uint32_t lanes, uint64_t key) {
-  const wireup_params_t p{rank, nranks, lanes, key, &Transport::release};
+  const wireup_params_t p = params_for(rank, nranks, lanes, key, &t);
   wireup_t* w = nullptr;
-  EXPECT_EQ(wireup_create(ctx, &p, &Transport::create, &t, &w), WIREUP_OK) << wireup_last_error(nullptr);
+  EXPECT_EQ(wireup_create(ctx, &p, &w), WIREUP_OK) << wireup_last_error(nullptr);
   return w;
 }
 
 std::vector<wireup_result_t> results_of(const wireup_t* w) {
   std::vector<wireup_result_t> v(wireup_result_count(w));
-  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(wireup_result_get(w, i, &v[i]), WIREUP_OK);
+  for (size_t i = 0; i < v.size(); ++i) {
+    WIREUP_STRUCT_INIT(&v[i]);
+    EXPECT_EQ(wireup_result_get(w, i, &v[i]), WIREUP_OK);
+  }
   return v;
 }
 
@@ -91,6 +94,7 @@ TEST(CapiVm, TwoRanksConnectTalkAndKeepTheirQps) {
     // Counters, tallies and phase samples say the same as the results.
     for (wireup_t* w : {w0, w1}) {
       wireup_counters_t c;
+      WIREUP_STRUCT_INIT(&c);
       ASSERT_EQ(wireup_counters_get(w, &c), WIREUP_OK);
       EXPECT_EQ(c.established_active + c.established_passive, 2u);
       EXPECT_EQ(c.failed, 0u);
@@ -103,8 +107,9 @@ TEST(CapiVm, TwoRanksConnectTalkAndKeepTheirQps) {
       uint64_t ece = 0;
       for (size_t i = 0, k = wireup_tally_count(w); i < k; ++i) {
         wireup_tally_t t;
+        WIREUP_STRUCT_INIT(&t);
         ASSERT_EQ(wireup_tally_get(w, i, &t), WIREUP_OK);
-        if (std::string(t.group) == "ece_outcomes") ece += t.count;
+        if (t.group == WIREUP_TALLY_ECE_OUTCOMES) ece += t.count;
       }
       EXPECT_EQ(ece, 2u) << "an ECE outcome per connection";
     }
@@ -188,22 +193,24 @@ TEST(CapiVm, WrongJobKeyIsRejectedAsAStranger) {
     ASSERT_EQ(wireup_error_count(w0), 1u);
     ASSERT_EQ(wireup_error_count(w1), 1u);
     wireup_peer_error_t e0, e1;
+    WIREUP_STRUCT_INIT(&e0);
+    WIREUP_STRUCT_INIT(&e1);
     ASSERT_EQ(wireup_error_get(w0, 0, &e0), WIREUP_OK);
     ASSERT_EQ(wireup_error_get(w1, 0, &e1), WIREUP_OK);
     const wireup_peer_error_t& active = e0.active ? e0 : e1;
     const wireup_peer_error_t& passive = e0.active ? e1 : e0;
     wireup_t* passive_w = e0.active ? w1 : w0;
     ASSERT_NE(active.active, passive.active);
-    EXPECT_STREQ(active.kind, "rejected") << active.message;
+    EXPECT_EQ(active.kind, WIREUP_ERROR_REJECTED) << active.message;
     EXPECT_EQ(active.reject_reason, 28) << "consumer reject (rdma_reject)";
     // The refusal cannot authenticate (the stranger does not hold our key): its reason is
     // named in the message but not taken, and it is retried like any transient refusal.
-    EXPECT_STREQ(active.peer_reason, "") << active.message;
+    EXPECT_EQ(active.peer_reason, WIREUP_REJECT_NONE) << active.message;
     EXPECT_NE(std::string(active.message).find("its reason \"wrong_job_key\" not taken"), std::string::npos)
         << active.message;
     EXPECT_EQ(active.attempts, 2u) << "an unauthenticated refusal is retried to the last attempt";
     EXPECT_EQ(active.status, WIREUP_ERR_REJECTED);
-    EXPECT_STREQ(passive.kind, "timed_out") << passive.message;
+    EXPECT_EQ(passive.kind, WIREUP_ERROR_TIMED_OUT) << passive.message;
     EXPECT_EQ(passive.status, WIREUP_ERR_TIMED_OUT);
     EXPECT_NE(stats_of(passive_w).find("\"strangers\":2"), std::string::npos) << stats_of(passive_w);
     // The passive side made no QP for the stranger; the active side's two came back to us.
@@ -224,7 +231,9 @@ TEST(CapiVm, NonRcQpFromTheFactoryIsNamedAndHandedBack) {
     wireup_t* w1 = make(ctx, t, 1, 2, 1, kKey);
     exchange_and_start({w0, w1});
     ASSERT_TRUE(drive({w0, w1}, 30s));
-    wireup_peer_error_t e{}, x{};
+    wireup_peer_error_t e, x;
+    WIREUP_STRUCT_INIT(&e);
+    WIREUP_STRUCT_INIT(&x);
     wireup_t* active = nullptr;
     for (wireup_t* w : {w0, w1})
       if (wireup_error_count(w) == 1 && wireup_error_get(w, 0, &x) == WIREUP_OK && x.active) active = w, e = x;
@@ -241,16 +250,20 @@ TEST(CapiVm, MisuseIsAnsweredInCallOrder) {
   CAPI_REQUIRE_CONTEXT(ctx);
   Transport t(wireup_context_ibv_context(ctx));
   wireup_t* w = nullptr;
-  wireup_params_t p{0, 0, 1, kKey, nullptr};
-  EXPECT_EQ(wireup_create(ctx, &p, &Transport::create, &t, &w), WIREUP_ERR_INVALID_ARGUMENT);
+  wireup_params_t p = params_for(0, 0, 1, kKey, &t);
+  EXPECT_EQ(wireup_create(ctx, &p, &w), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(wireup_last_error(nullptr)).find("nranks is 0"), std::string::npos)
       << wireup_last_error(nullptr);
   EXPECT_NE(std::string(wireup_context_last_error(ctx)).find("nranks is 0"), std::string::npos);
-  p = {0, 2, 1, 0, nullptr};
-  EXPECT_EQ(wireup_create(ctx, &p, &Transport::create, &t, &w), WIREUP_ERR_INVALID_ARGUMENT);
+  p = params_for(0, 2, 1, 0, &t);
+  EXPECT_EQ(wireup_create(ctx, &p, &w), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(wireup_last_error(nullptr)).find("job_key is 0"), std::string::npos)
       << wireup_last_error(nullptr);
-  EXPECT_EQ(wireup_create(ctx, &p, nullptr, &t, &w), WIREUP_ERR_INVALID_ARGUMENT);
+  p = params_for(0, 2, 1, kKey, nullptr);
+  EXPECT_EQ(wireup_create(ctx, &p, &w), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(wireup_last_error(nullptr)).find("params->qp_create (the QP factory) is NULL"),
+            std::string::npos)
+      << wireup_last_error(nullptr);
   EXPECT_EQ(w, nullptr);
 
   w = make(ctx, t, 0, 2, 1, kKey);
@@ -287,6 +300,7 @@ TEST(CapiVm, MisuseIsAnsweredInCallOrder) {
   EXPECT_EQ(wireup_progress(w, nullptr), WIREUP_OK);
   EXPECT_EQ(wireup_done(w), 1);
   wireup_result_t r;
+  WIREUP_STRUCT_INIT(&r);
   EXPECT_EQ(wireup_result_get(w, 0, &r), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_STREQ(wireup_last_error(w), "wireup_result_get: index 0 out of range (count is 0)");
   EXPECT_EQ(wireup_error_get(w, 3, nullptr), WIREUP_ERR_INVALID_ARGUMENT);

@@ -74,6 +74,22 @@ struct Transport {
   }
 };
 
+// wireup_create's params with `t`'s factory and release (t null: no factory at all).
+inline wireup_params_t params_for(uint32_t rank, uint32_t nranks, uint32_t lanes, uint64_t key, Transport* t) {
+  wireup_params_t p;
+  wireup_params_init(&p);
+  p.rank = rank;
+  p.nranks = nranks;
+  p.lanes = lanes;
+  p.job_key = key;
+  if (t != nullptr) {
+    p.qp_create = &Transport::create;
+    p.qp_release = &Transport::release;
+    p.qp_arg = t;
+  }
+  return p;
+}
+
 inline std::vector<uint8_t> address_of(wireup_t* w) {
   std::vector<uint8_t> a(WIREUP_ADDRESS_MAX);
   size_t len = a.size();

@@ -16,14 +16,14 @@ mkdir -p "$out"
 
 step "install (component Development) into $prefix"
 cmake --install "$build" --prefix "$prefix" --component Development >"$out/install.log"
-for f in include/wireup/wireup.h include/wireup/wireup_events.h include/wireup/wireup_stats.h include/wireup/wireup_on_demand.h include/wireup/wireup.hpp lib/libwireup.a \
+for f in include/wireup/wireup.h include/wireup/wireup_version.h include/wireup/wireup_results.h include/wireup/wireup_events.h include/wireup/wireup_stats.h include/wireup/wireup_on_demand.h include/wireup/wireup.hpp lib/libwireup.a \
          lib/cmake/wireup/wireupConfig.cmake lib/cmake/wireup/wireupConfigVersion.cmake \
          lib/cmake/wireup/wireupTargets.cmake lib/pkgconfig/wireup.pc; do
   [[ -f $prefix/$f ]] || fail "not installed: $f"
   echo "  $f"
 done
 # Only the public headers: nothing of src/ is installed.
-extra=$(cd "$prefix/include" && find . -type f ! -path './wireup/wireup.h' ! -path './wireup/wireup_events.h' ! -path './wireup/wireup_stats.h' ! -path './wireup/wireup_on_demand.h' ! -path './wireup/wireup.hpp')
+extra=$(cd "$prefix/include" && find . -type f ! -path './wireup/wireup.h' ! -path './wireup/wireup_version.h' ! -path './wireup/wireup_results.h' ! -path './wireup/wireup_events.h' ! -path './wireup/wireup_stats.h' ! -path './wireup/wireup_on_demand.h' ! -path './wireup/wireup.hpp')
 [[ -z $extra ]] || fail "headers other than the public ones installed: $extra"
 
 step "no simulator in the installed libwireup.a"

@@ -355,12 +355,42 @@ TEST(PairTable, OneStatePerPairAndStableIndexes) {
   EXPECT_EQ(last->lane, 1u);
   EXPECT_TRUE(t.all_started());
   EXPECT_EQ(t.next_to_start(), nullptr);
-  p->become(Failed{3, nullptr});
+  t.become(*p, Failed{3, nullptr});
   EXPECT_EQ(p->state(), PairState::failed);
   EXPECT_EQ(p->as<Failed>()->error, 3u);
   EXPECT_EQ(p->as<Waiting>(), nullptr);
-  t.settled();
   EXPECT_EQ(t.open(), 3u);
+}
+
+// The open count follows every state change, whatever the order: a settled pair settled
+// again (an idle lane given up, a failed one closed) leaves it alone, and it never wraps.
+TEST(PairTable, BecomeKeepsTheOpenCount) {
+  PairTable t;
+  t.build({pair_key(1, 0), pair_key(2, 0)}, {});
+  ASSERT_EQ(t.open(), 2u);
+  Pair& a = *t.find(1, 0);
+  Pair& b = *t.find(2, 0);
+  t.become(a, Connecting{});
+  EXPECT_EQ(t.open(), 2u) << "waiting -> connecting: still open";
+  t.become(a, Established{});
+  EXPECT_EQ(t.open(), 1u);
+  t.become(a, Idle{});
+  EXPECT_EQ(t.open(), 1u) << "established -> idle: both settled";
+  t.become(a, Failed{});
+  EXPECT_EQ(t.open(), 1u) << "idle -> failed: both settled, nothing to count";
+  t.become(b, Probing{});
+  EXPECT_EQ(t.open(), 1u);
+  t.become(b, Failed{});
+  EXPECT_EQ(t.open(), 0u);
+  t.become(b, Failed{});
+  EXPECT_EQ(t.open(), 0u) << "failed twice: no wrap";
+  t.become(a, Waiting{});
+  EXPECT_EQ(t.open(), 1u) << "reopened";
+  Pair& c = t.add(pair_key(3, 0), cm::Role::passive);
+  EXPECT_TRUE(c.open());
+  EXPECT_EQ(t.open(), 2u);
+  for (PairState s : {PairState::waiting, PairState::connecting, PairState::probing}) EXPECT_TRUE(is_open(s));
+  for (PairState s : {PairState::established, PairState::failed, PairState::idle}) EXPECT_FALSE(is_open(s));
 }
 
 TEST(PairTable, PairsAddedOnDemandKeepEveryIndexAndAddress) {
