@@ -52,6 +52,9 @@ Expected<std::vector<std::string>> exchange(PmixSession& s, const std::string& k
   for (uint32_t r = 0; r < s.size(); ++r) {
     if (!among.empty() && std::find(among.begin(), among.end(), r) == among.end()) continue;
     bootstrap::Fetched f = s.get(r, key, collect ? 0 : kDirectGetTimeoutS);
+    if (f.retries > 0)
+      std::fprintf(stderr, "[a2a] rank %u: PMIx_Get(rank %u, %s) answered NOT-FOUND %d time(s) before %s\n", s.rank(), r,
+                   key.c_str(), f.retries, f.ok() ? "it found the key" : "giving up");
     if (!f.ok()) return Expected<std::vector<std::string>>::failure(f.error);
     all[r] = text_of(f.bytes);
   }

@@ -3,9 +3,11 @@
 
 #include <pmix.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace wireup::bootstrap {
 
@@ -19,6 +21,9 @@ const char* to_string(PmixOpen s) {
 }
 
 namespace {
+
+constexpr int kRetryMs = 50;
+constexpr int kNotFoundGraceS = 10;
 
 std::string status_text(pmix_status_t rc) {
   return std::string(PMIx_Error_string(rc)) + " (" + std::to_string(rc) + ")";
@@ -136,10 +141,20 @@ void PendingFence::complete_cb(int status) {
 
 namespace {
 
-// The whole namespace, or the ranks of `among`.
-std::vector<pmix_proc_t> procs_of(const std::string& nspace, const std::vector<uint32_t>& among) {
+// The whole namespace, or the ranks of `among`. A list naming every rank of the job is the
+// whole namespace too: Slurm's PMIx plugin (22.05) takes a fence over the explicit list of all
+// ranks for another collective than the wildcard one, and its two nodes' servers disagree on
+// which ("unexpected contrib", "No process controlled by this slurmstepd is involved").
+std::vector<pmix_proc_t> procs_of(const std::string& nspace, uint32_t size, const std::vector<uint32_t>& among) {
   std::vector<pmix_proc_t> procs;
-  if (among.empty()) procs.push_back(proc_of(nspace, PMIX_RANK_WILDCARD));
+  std::vector<bool> named(size, false);
+  uint32_t distinct = 0;
+  for (uint32_t r : among)
+    if (r < size && !named[r]) named[r] = true, ++distinct;
+  if (among.empty() || distinct == size) {
+    procs.push_back(proc_of(nspace, PMIX_RANK_WILDCARD));
+    return procs;
+  }
   for (uint32_t r : among) procs.push_back(proc_of(nspace, r));
   return procs;
 }
@@ -149,7 +164,7 @@ void fence_done_cb(pmix_status_t status, void* cbdata) { static_cast<PendingFenc
 }  // namespace
 
 std::string PmixSession::fence_start(PendingFence& f, const std::vector<uint32_t>& among) {
-  std::vector<pmix_proc_t> procs = procs_of(nspace_, among);
+  std::vector<pmix_proc_t> procs = procs_of(nspace_, size_, among);
   const pmix_status_t rc = PMIx_Fence_nb(procs.data(), procs.size(), nullptr, 0, fence_done_cb, &f);
   if (rc == PMIX_OPERATION_SUCCEEDED) f.complete_cb(PMIX_SUCCESS);  // done at once, no callback comes
   if (rc == PMIX_SUCCESS || rc == PMIX_OPERATION_SUCCEEDED) return "";
@@ -157,7 +172,7 @@ std::string PmixSession::fence_start(PendingFence& f, const std::vector<uint32_t
 }
 
 std::string PmixSession::fence(bool collect, const std::vector<uint32_t>& among) {
-  std::vector<pmix_proc_t> procs = procs_of(nspace_, among);
+  std::vector<pmix_proc_t> procs = procs_of(nspace_, size_, among);
   pmix_info_t info;
   PMIX_INFO_CONSTRUCT(&info);
   bool yes = collect;
@@ -176,12 +191,24 @@ Fetched PmixSession::get(uint32_t peer, const std::string& key, int timeout_s) c
   int t = timeout_s;
   if (timeout_s > 0) PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &t, PMIX_INT);
   pmix_value_t* v = nullptr;
-  const pmix_status_t rc = PMIx_Get(&who, key.c_str(), timeout_s > 0 ? &info : nullptr, timeout_s > 0 ? 1 : 0, &v);
+  // Slurm's PMIx server (22.05, OpenPMIx 4.2) sometimes answers NOT-FOUND for a key of a rank
+  // on another node that the peer committed before the fence this rank has passed, and finds
+  // it when asked again: a NOT-FOUND is asked again every kRetryMs until the deadline
+  // (timeout_s, or kNotFoundGraceS for an untimed Get), each retry counted for the caller.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s > 0 ? timeout_s : kNotFoundGraceS);
+  pmix_status_t rc;
+  for (;;) {
+    rc = PMIx_Get(&who, key.c_str(), timeout_s > 0 ? &info : nullptr, timeout_s > 0 ? 1 : 0, &v);
+    if (rc != PMIX_ERR_NOT_FOUND || std::chrono::steady_clock::now() >= deadline) break;
+    ++f.retries;
+    std::this_thread::sleep_for(std::chrono::milliseconds(kRetryMs));
+  }
   PMIX_INFO_DESTRUCT(&info);
   const std::string what = "rank " + std::to_string(peer) + ", " + key;
   if (rc != PMIX_SUCCESS) {
     f.timed_out = rc == PMIX_ERR_TIMEOUT;
-    f.error = failed("PMIx_Get", rc, what) + (f.timed_out ? " after " + std::to_string(timeout_s) + " s" : "");
+    f.error = failed("PMIx_Get", rc, what) + (f.timed_out ? " after " + std::to_string(timeout_s) + " s" : "") +
+              (f.retries > 0 ? ", asked " + std::to_string(f.retries + 1) + " times" : "");
     return f;
   }
   if (v->type != PMIX_BYTE_OBJECT) {

@@ -30,6 +30,7 @@ struct Fetched {
   std::vector<uint8_t> bytes;
   std::string error;  // "" on success
   bool timed_out = false;
+  int retries = 0;  // NOT-FOUND answers before this one (pmix_session.cc: Slurm's server)
   bool ok() const { return error.empty(); }
 };
 
