@@ -61,6 +61,16 @@ Expected<std::vector<std::string>> exchange(PmixSession& s, const std::string& k
   return all;
 }
 
+// A barrier among `among` that holds even where the launcher's fence does not: each rank's
+// token is read back from every other (a Get retried while NOT-FOUND, pmix_session.cc), so
+// nobody passes before every rank has reached it. Under Slurm 22.05 with SLURM_PMIX_DIRECT_CONN
+// off a bare PMIx_Fence returned on node 1 before node 2's ranks had reached it (an RDMA
+// WRITE checked after it was not there yet).
+Problem barrier(PmixSession& s, const std::string& name, const std::vector<uint32_t>& among, bool collect = true) {
+  auto all = exchange(s, "a2a.barrier." + name, "here", among, collect);
+  return all ? Problem{} : "barrier " + name + ": " + all.error();
+}
+
 // Every rank says whether its step worked ("ok" or its problem); one failure stops them all.
 bool all_ok(PmixSession& s, const std::string& step, const Problem& p, const std::vector<uint32_t>& among = {},
             bool collect = true) {
@@ -280,7 +290,7 @@ Problem one_sided_exchange(const Options& o, RdmaRank& rr, PmixSession& s, const
     if (auto it = theirs.find({path.lanes()[i].peer, path.lanes()[i].lane}); it != theirs.end())
       oc.set_peer_slot(i, it->second);
   const Problem ran = oc.run(o.verify_timeout_s, c);
-  if (Problem f = s.fence(false, live); !f.empty()) return f;  // every rank's WRITEs have completed
+  if (Problem f = barrier(s, "written", live); !f.empty()) return f;  // every rank's WRITEs have completed
   if (ran.empty()) oc.check_landed(c);
   return ran;
 }
@@ -390,7 +400,7 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
                  "peer(s) on this node watched by pidfd\n", wn, lanes, (unsigned long long)planned, s.nspace().c_str(),
                  od ? ", on demand, pattern " : "", od ? plan->text().c_str() : "",
                  rr->context().listen_source().c_str(), dw.local.size());
-  if (Problem f = s.fence(false); !f.empty()) return std::fprintf(stderr, "wireup_a2a: %s\n", f.c_str()), 1;
+  if (Problem f = barrier(s, "start", {}, collect); !f.empty()) return std::fprintf(stderr, "wireup_a2a: %s\n", f.c_str()), 1;
   Problem started = attempt([&] { wu.start(); });
   if (started.empty() && odr) started = odr->ask_all();  // every peer of the pattern at once
   if (victim) run_victim(o, wu, wr);
@@ -410,11 +420,11 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
     qpn_exchange(s, wu, live, lanes, rep.check);
     if (Problem d = data_exchange(o, *rr, s, live, dead, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d), ++rep.check.errors;
-    if (Problem f = s.fence(false, live); !f.empty())  // the SEND check is over everywhere
+    if (Problem f = barrier(s, "sent", live); !f.empty())  // the SEND check is over everywhere
       rep.check.problem(f), ++rep.check.errors;
     if (Problem d = one_sided_exchange(o, *rr, s, live, dead, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": one-sided check: " + d), ++rep.check.errors;
-    if (Problem f = s.fence(false, live); !f.empty())  // nobody tears down while a peer still polls
+    if (Problem f = barrier(s, "one_sided", live); !f.empty())  // nobody tears down while a peer still polls
       rep.check.problem(f), ++rep.check.errors;
   }
   // The job's wall time: the slowest live rank's, which the summary takes from the reports.

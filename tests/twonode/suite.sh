@@ -18,6 +18,13 @@
 #              WRITE, RDMA READ each way) captured on eth0 with tcpdump, once with cm.tos = 106
 #              and once without cm.tos; every RoCE v2 packet, the CM's MADs included, must carry
 #              106 (DSCP 26, ECN 2), then the kernel's default (rdma_cm configfs default_roce_tos)
+#   slurm_kill (not in the default list) rank 7 of 2 x 4 killed mid-wireup under srun
+#              --kill-on-bad-exit=0: every survivor's notice and its delay, every pair among
+#              the survivors checked
+#   slurm      a real Slurm in the pair (scripts/vm/slurm-up.sh: munged x2, slurmctld, slurmd x2),
+#              then `srun --mpi=pmix -N 2 --ntasks-per-node 4 wireup_a2a --bootstrap pmix`, bulk
+#              and on demand, each with Slurm's PMIx server-to-server direct connections on and
+#              off (SLURM_PMIX_DIRECT_CONN); every connection checked as in a2a
 # Prints "[twonode] ..." lines and a summary; exit 0 iff every case passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,7 +41,7 @@ CONF=$B/tests/twonode/twonode_conformance
 TRAFFIC=$B/tests/twonode/twonode_traffic
 A2A=$B/tools/wireup_a2a
 CASES=("$@")
-((${#CASES[@]})) || CASES=(conformance tos a2a restart partition loss)  # restart needs no particular QPN state (--align-qpns)
+((${#CASES[@]})) || CASES=(conformance tos a2a slurm restart partition loss)  # restart needs no particular QPN state (--align-qpns)
 LOSS_RUNS=${TWONODE_LOSS_RUNS:-3}
 LOG=$D/logs
 mkdir -p "$LOG"
@@ -87,6 +94,42 @@ case_a2a() {
     done
   done
   ((fails == 0))
+}
+
+case_slurm() {
+  "$REPO/scripts/vm/slurm-up.sh" 2>&1 | sed 's/^/[twonode]   /'
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "[twonode] FAILED: slurm: Slurm did not come up in the pair (line above)"; return 1; }
+  # shellcheck disable=SC1091  # written by slurm-up.sh
+  . "$D/slurm/env"
+  local dc mode fails=0
+  for dc in true false; do
+    for mode in bulk on-demand; do
+      echo "[twonode] slurm: srun --mpi=pmix, 2 x 4 ranks, $mode, SLURM_PMIX_DIRECT_CONN=$dc"
+      SLURM_PMIX_DIRECT_CONN=$dc "$REPO/tests/mpi/a2a-check.sh" --a2a "$A2A" --np 8 --lanes 1 --srun 2 \
+        --bootstrap pmix --mode "$mode" --timeout 150 2>&1 |
+        grep -E '^a2a-check|^\{|summary|conn|wireup_a2a|srun|^problem|slurmstepd' | sed 's/^/[twonode]   /'
+      [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+    done
+  done
+  ((fails == 0))
+}
+
+# A rank killed under srun (--kill-on-bad-exit=0: the step goes on without it): rank 7 (node 2)
+# _exit()s at its first progress after start; what each survivor sees and when. Node 2's clock
+# is set from node 1's first (over ssh; the residual offset is printed), since the victim's
+# exit time and the survivors' notices are compared across the two kernels.
+case_slurm_kill() {
+  "$REPO/scripts/vm/slurm-up.sh" 2>&1 | sed 's/^/[twonode]   /'
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "[twonode] FAILED: slurm_kill: Slurm did not come up in the pair (line above)"; return 1; }
+  # shellcheck disable=SC1091  # written by slurm-up.sh
+  . "$D/slurm/env"
+  on2 "date -s @$(date +%s.%N)" >/dev/null
+  local t1 r t2
+  t1=$(now); r=$(on2 date +%s.%N); t2=$(now)
+  echo "[twonode] slurm_kill: node 2's clock minus node 1's: $(awk -v a="$t1" -v r="$r" -v b="$t2" 'BEGIN { printf "%+.3f s (+-%.3f s, the ssh round trip)", r - (a + b) / 2, (b - a) / 2 }')"
+  "$REPO/tests/mpi/a2a-check.sh" --a2a "$A2A" --np 8 --lanes 1 --srun 2 --bootstrap pmix --scenario kill \
+    --timeout 150 2>&1 | grep -E '^a2a-check|^\{|srun|slurmstepd' | sed 's/^/[twonode]   /'
+  [ "${PIPESTATUS[0]}" = 0 ]
 }
 
 case_restart() {
