@@ -49,14 +49,30 @@ Expected<std::vector<std::string>> exchange(PmixSession& s, const std::string& k
   if (Problem p = s.commit(); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
   if (Problem p = s.fence(collect, among); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
   std::vector<std::string> all(s.size());
+  std::vector<uint32_t> silent;  // ranks whose record could not be read
+  std::string first_error;
   for (uint32_t r = 0; r < s.size(); ++r) {
     if (!among.empty() && std::find(among.begin(), among.end(), r) == among.end()) continue;
-    bootstrap::Fetched f = s.get(r, key, collect ? 0 : kDirectGetTimeoutS);
+    // Once one rank has not answered, the others are asked once each (no grace, 1 s direct),
+    // so that a dead node costs one deadline, not one per rank on it.
+    const bool first = silent.empty();
+    bootstrap::Fetched f = s.get(r, key, collect ? 0 : (first ? kDirectGetTimeoutS : 1), first);
     if (f.retries > 0)
       std::fprintf(stderr, "[a2a] rank %u: PMIx_Get(rank %u, %s) answered NOT-FOUND %d time(s) before %s\n", s.rank(), r,
                    key.c_str(), f.retries, f.ok() ? "it found the key" : "giving up");
-    if (!f.ok()) return Expected<std::vector<std::string>>::failure(f.error);
+    if (f.refused) return Expected<std::vector<std::string>>::failure(f.error);
+    if (!f.ok()) {
+      if (first) first_error = f.error;
+      silent.push_back(r);
+      continue;
+    }
     all[r] = text_of(f.bytes);
+  }
+  if (!silent.empty()) {
+    std::string list;
+    for (uint32_t r : silent) list += (list.empty() ? "" : " ") + std::to_string(r);
+    return Expected<std::vector<std::string>>::failure("PMIx_Get of '" + key + "' after the fence: rank(s) " + list +
+                                                        " did not answer (first: " + first_error + ")");
   }
   return all;
 }
@@ -163,9 +179,10 @@ struct DeathWatches {
 };
 
 // On demand, the address callback: one PMIx_Get of that peer's record (direct modex, with a
-// timeout), its process watched if it runs on this node, its address given to wireup.
-void fetch_address(PmixSession& s, wireup::Wireup& e, DeathWatches& dw, uint32_t peer) {
-  bootstrap::Fetched f = s.get(peer, "wireup.address", kDirectGetTimeoutS);
+// timeout; or from the collected data where the launcher has no direct modex), its process
+// watched if it runs on this node, its address given to wireup.
+void fetch_address(PmixSession& s, wireup::Wireup& e, DeathWatches& dw, uint32_t peer, bool direct) {
+  bootstrap::Fetched f = s.get(peer, "wireup.address", direct ? kDirectGetTimeoutS : 0);
   auto rec = f.ok() ? parse_record(peer, text_of(f.bytes)) : Expected<PeerRecord>::failure(f.error);
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -184,7 +201,7 @@ WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32
   const auto t0 = Clock::now();
   const auto cpu0 = cpu_seconds();
   bool done = false;
-  bootstrap::PendingFence end;
+  auto end = std::make_unique<bootstrap::PendingFence>();
   for (;;) {
     dw.drain(e, s.rank());
     int work = 0;
@@ -193,13 +210,22 @@ WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32
       done = true, out.seconds = since(t0);
       const auto cpu = cpu_seconds();
       out.user_s = cpu.first - cpu0.first, out.sys_s = cpu.second - cpu0.second;
-      if (Problem p = s.fence_start(end, live); !p.empty()) {
+      if (Problem p = s.fence_start(*end, live); !p.empty()) {
         out.error = p;
         return out;
       }
     }
-    if (done && end.done()) {
-      if (Problem p = end.result(); !p.empty() && out.error.empty()) out.error = p;
+    if (done && end->done()) {
+      if (Problem p = end->result(); !p.empty() && out.error.empty()) out.error = p;
+      return out;
+    }
+    // The end fence is bounded as every other: a live rank that never finishes must not hang
+    // the others (PendingFence must outlive PMIx's callback: it leaks on this path).
+    if (done && since(t0) - out.seconds > s.fence_timeout_s()) {
+      (void)end.release();
+      out.error = "rank " + std::to_string(s.rank()) + ": the end-of-wireup PMIx_Fence_nb among the " +
+                  std::to_string(live.size()) + " live ranks did not complete within " +
+                  std::to_string(s.fence_timeout_s()) + " s (WIREUP_PMIX_TIMEOUT_S)";
       return out;
     }
     if (work == 0 && out.error.empty()) out.error = attempt([&] { e.wait(kIdleWait); });
@@ -370,7 +396,27 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
   Problem p = attempt([&] { rr = std::make_unique<RdmaRank>(ro); });
   if (p.empty()) p = job_shape(o, *rr, uint32_t(wn), od, plan);
   if (p.empty() && wr == 0) p = attempt([&] { key = pick_job_key(o, rr->context()); });
-  const bool collect = !od;
+  // On demand wants direct modex (each address read from its owner's node when needed). A
+  // launcher without it refuses the first such Get on every rank alike (Flux: "not
+  // implemented"; WIREUP_PMIX_DIRECT=off here), so all switch together: every exchange,
+  // the addresses included, through collecting fences, and each address read locally.
+  bool direct = od;
+  if (od) {
+    Problem q = s.put("wireup.probe", bytes_of("1"));
+    if (q.empty()) q = s.commit();
+    if (Problem f = s.fence(false); q.empty()) q = f;
+    bootstrap::Fetched f = s.get(uint32_t((wr + 1) % wn), "wireup.probe", kDirectGetTimeoutS);
+    if (f.refused) {
+      direct = false;
+      if (wr == 0)
+        std::fprintf(stderr, "[a2a] no direct modex (%s): on demand falls back to one collecting fence for the "
+                     "addresses, each then read locally\n", f.error.c_str());
+    } else if (q.empty() && !f.ok()) {
+      q = "direct-modex probe: " + f.error;
+    }
+    if (p.empty()) p = q;
+  }
+  const bool collect = !direct;
   if (!all_ok(s, "context", p, {}, collect)) return 1;
   auto keys = exchange(s, "a2a.job_key", std::to_string(key), {}, collect);
   if (!keys) return std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, keys.error().c_str()), 1;
@@ -383,7 +429,7 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
     // Our own record only (Put + Commit); each peer's is read when wireup asks for it.
     p = s.put("wireup.address", bytes_of(my_record(wu)));
     if (p.empty()) p = s.commit();
-    if (p.empty()) p = attempt([&] { wu.on_address_needed([&](uint32_t peer) { fetch_address(s, wu, dw, peer); }); });
+    if (p.empty()) p = attempt([&] { wu.on_address_needed([&](uint32_t peer) { fetch_address(s, wu, dw, peer, direct); }); });
     if (p.empty()) odr = std::make_unique<OnDemandRank>(wu, *plan, uint32_t(wr), rr->lanes(), dead);
   } else {
     p = bulk_addresses(s, wu, dw);

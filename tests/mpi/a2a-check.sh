@@ -8,7 +8,9 @@
 # pair's "10.0.1.1:2,10.0.1.2:2"; --set: passed to every rank (wireup_a2a --set);
 # --bootstrap: wireup_a2a --bootstrap, and the summary must say that one ran (default: mpi).
 # --srun NODES: launch with Slurm instead (srun --mpi=pmix -N NODES, N/NODES ranks per node, in
-# node order; SLURM_CONF as the caller has it; needs --bootstrap pmix);
+# node order; SLURM_CONF as the caller has it; needs --bootstrap pmix); --node-clocks "0 X...":
+# each srun node's clock minus the first's (s), so that the kill scenario compares a notice on
+# one node with the victim's exit on another;
 # --mode/--pattern: wireup_a2a's; the summary must say that mode ran. On demand the planned
 # pairs are the pattern's: every one connected exactly once per lane, no other pair, each asked
 # lane's ask-to-ready measured, and (random:K) crossing pairs > 0 (printed with those that
@@ -26,7 +28,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600 HOSTS="" SETS=() BOOTSTRAP=mpi MODE="" PATTERN="" SRUN_NODES=""
+A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600 HOSTS="" SETS=() BOOTSTRAP=mpi MODE="" PATTERN="" SRUN_NODES="" NODE_CLOCKS=""
 
 while (($#)); do
   case "$1" in
@@ -41,6 +43,7 @@ while (($#)); do
     --mode) MODE=$2; shift 2 ;;
     --pattern) PATTERN=$2; shift 2 ;;
     --srun) SRUN_NODES=$2; shift 2 ;;
+    --node-clocks) NODE_CLOCKS=$2; shift 2 ;;
     *) echo "a2a-check: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -107,6 +110,8 @@ set -e
 echo "a2a-check: $LAUNCHER exited $rc after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 # The human summary (stderr), without the engines' per-lane warnings of the fault scenarios.
 grep -v '^wireup WARN' "$ERR" | grep -v 'PMIX ERROR: BAD-PARAM' | tail -n 40 || true
+# The PMIx bootstrap's one line when the launcher has no direct modex (or it was refused).
+grep -m 1 '\[a2a\] no direct modex' "$ERR" | sed 's/^/a2a-check: /' || true
 # Gets the launcher's PMIx server answered NOT-FOUND before it found the key (pmix_session.cc).
 nf=$(grep -c 'answered NOT-FOUND' "$ERR" || true)
 ((nf == 0)) || echo "a2a-check: $nf PMIx_Get(s) answered NOT-FOUND before finding the key; worst:" \
@@ -219,7 +224,9 @@ case "$SCENARIO" in
         fails=$((fails + 1))
       else
         worst=$(sed -n "s/.*\] rank \([0-9]*\): rank $ODD died (\(.*\)), seen at \([0-9.]*\): gave up \([0-9]*\).*/\3 \4 \1 \2/p" "$ERR" |
-          awk -v d="$died" '{ s = $1 - d; n += $2; if (s > w) w = s; ev = $4; for (i = 5; i <= NF; i++) ev = ev " " $i
+          awk -v d="$died" -v clocks="$NODE_CLOCKS" -v per="$((NP / ${SRUN_NODES:-1}))" -v odd="$ODD" '
+                            BEGIN { k = split(clocks, c, " "); for (i = 1; i <= k; i++) off[i - 1] = c[i]; d -= off[int(odd / per)] }
+                            { $1 -= off[int($3 / per)]; s = $1 - d; n += $2; if (s > w) w = s; ev = $4; for (i = 5; i <= NF; i++) ev = ev " " $i
                               printf "a2a-check: survivor rank %d saw rank '"$ODD"' die after %.3f s (%s) and gave up %d pending lane(s)\n", $3, s, ev, $2 }
                             END { printf "a2a-check: death to given up: worst %.3f s, %d pending lanes given up in all\n", w, n; exit !(w < 2.0 && n > 0) }') &&
           echo "$worst" || { echo "$worst"; echo "a2a-check: FAILED: a survivor took 2 s or more to give the dead rank up, or nothing was pending"; fails=$((fails + 1)); }
