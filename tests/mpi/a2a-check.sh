@@ -107,6 +107,8 @@ set +e
 timeout --kill-after=10 "$TIMEOUT" "${JOB[@]}" >"$OUT" 2>"$ERR"
 rc=$?
 set -e
+# A2A_CHECK_KEEP=PREFIX: the job's stdout (the JSON summary) and stderr kept as PREFIX.json/.err.
+if [ -n "${A2A_CHECK_KEEP:-}" ]; then cp "$OUT" "$A2A_CHECK_KEEP.json"; cp "$ERR" "$A2A_CHECK_KEEP.err"; fi
 echo "a2a-check: $LAUNCHER exited $rc after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 # The human summary (stderr), without the engines' per-lane warnings of the fault scenarios.
 grep -v '^wireup WARN' "$ERR" | grep -v 'PMIX ERROR: BAD-PARAM' | tail -n 40 || true
@@ -116,7 +118,9 @@ grep -m 1 '\[a2a\] no direct modex' "$ERR" | sed 's/^/a2a-check: /' || true
 nf=$(grep -c 'answered NOT-FOUND' "$ERR" || true)
 ((nf == 0)) || echo "a2a-check: $nf PMIx_Get(s) answered NOT-FOUND before finding the key; worst:" \
   "$(sed -n 's/.*NOT-FOUND \([0-9]*\) time.*/\1/p' "$ERR" | sort -n | tail -n 1) retries"
-if ! jq -e . "$OUT" >/dev/null 2>&1; then
+# Exactly one JSON object: jq -e on an empty file answers 0 (jq 1.6), which would let every
+# expectation below pass on a job that printed nothing.
+if ! [ -s "$OUT" ] || ! jq -e -s 'length == 1 and (.[0] | type == "object")' "$OUT" >/dev/null 2>&1; then
   echo "a2a-check: FAILED: no JSON summary on stdout; stdout was:"; cat "$OUT"
   exit 1
 fi

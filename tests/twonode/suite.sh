@@ -18,7 +18,8 @@
 #              WRITE, RDMA READ each way) captured on eth0 with tcpdump, once with cm.tos = 106
 #              and once without cm.tos; every RoCE v2 packet, the CM's MADs included, must carry
 #              106 (DSCP 26, ECN 2), then the kernel's default (rdma_cm configfs default_roce_tos)
-#   slurm_kill (not in the default list) rank 7 of 2 x 4 killed mid-wireup under srun
+#   slurm_kill (by name only; fails with Slurm 22.05, which SIGKILLs the step when a rank's PMIx
+#              connection is lost) rank 7 of 2 x 4 killed mid-wireup under srun
 #              --kill-on-bad-exit=0: every survivor's notice and its delay, every pair among
 #              the survivors checked
 #   slurm      a real Slurm in the pair (scripts/vm/slurm-up.sh: munged x2, slurmctld, slurmd x2),
@@ -41,7 +42,9 @@ CONF=$B/tests/twonode/twonode_conformance
 TRAFFIC=$B/tests/twonode/twonode_traffic
 A2A=$B/tools/wireup_a2a
 CASES=("$@")
-((${#CASES[@]})) || CASES=(conformance tos a2a slurm restart partition loss)  # restart needs no particular QPN state (--align-qpns)
+# The Slurm case last: its daemons stay up in both guests once started. slurm_kill is run by
+# name only: Slurm 22.05 kills the whole step when a rank dies (notes/slurm.md), so it fails.
+((${#CASES[@]})) || CASES=(conformance tos a2a restart partition loss slurm)  # restart needs no particular QPN state (--align-qpns)
 LOSS_RUNS=${TWONODE_LOSS_RUNS:-3}
 LOG=$D/logs
 mkdir -p "$LOG"
@@ -145,9 +148,14 @@ case_slurm_kill() {
   . "$D/slurm/env"
   clock_offset
   "$REPO/tests/mpi/a2a-check.sh" --a2a "$A2A" --np 8 --lanes 1 --srun 2 --bootstrap pmix --scenario kill \
-    --timeout 150 --node-clocks "0 $CLOCK2" 2>&1 |
-    grep -E '^a2a-check|^\{|srun|slurmstepd' | sed 's/^/[twonode]   /'
-  [ "${PIPESTATUS[0]}" = 0 ]
+    --timeout 150 --node-clocks "0 $CLOCK2" >"$LOG/slurm_kill" 2>&1
+  local rc=$?
+  grep -E '^a2a-check|^\{|srun|slurmstepd' "$LOG/slurm_kill" | sed 's/^/[twonode]   /'
+  if ((rc != 0)) && grep -q 'Error handler invoked: status = -61' "$LOG/slurm_kill"; then
+    echo "[twonode] FAILED: slurm_kill: Slurm's PMIx plugin lost rank 7's PMIx connection (PMIX_ERR_LOST_CONNECTION," \
+         "-61) and killed the whole step (its errhandler calls slurm_kill_job_step), --kill-on-bad-exit=0 notwithstanding"
+  fi
+  return $rc
 }
 
 case_restart() {
