@@ -122,6 +122,8 @@ nf=$(grep -c 'answered NOT-FOUND' "$ERR" || true)
 # expectation below pass on a job that printed nothing.
 if ! [ -s "$OUT" ] || ! jq -e -s 'length == 1 and (.[0] | type == "object")' "$OUT" >/dev/null 2>&1; then
   echo "a2a-check: FAILED: no JSON summary on stdout; stdout was:"; cat "$OUT"
+  # What the ranks saw of a killed rank before the job ended anyway.
+  grep -E '_exit\(\) mid-wireup|died \(' "$ERR" | sed 's/^/a2a-check: (no summary) /' || true
   exit 1
 fi
 jq -c '{ranks, lanes, connections, failed, lost, wall_s, conn_per_s, retries, rejects_received, failures}' "$OUT"
