@@ -27,7 +27,14 @@ PKGS=(
   abigail-tools
   # message authentication of the private data, PMIx bootstrap, build cache
   libsodium-dev libpmix-dev ccache
+  # Slurm in the two-node pair (scripts/vm/slurm-up.sh; never started on the host). Its PMIx
+  # plugin (slurm-wlm-basic-plugins: mpi_pmix_v4.so) dlopens pmix2/lib/libpmix.so, which only
+  # libpmix-dev ships.
+  slurmctld slurmd slurm-client munge
 )
+# Daemons these packages would start and enable at install: they run only inside the pair's
+# guests, never on the host.
+DAEMONS=(munge slurmd slurmctld)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -42,4 +49,25 @@ SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
+# A policy-rc.d that refuses every start while apt runs (unless one is there already, as in
+# containers), so that no daemon of DAEMONS starts here even for a moment.
+POLICY=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e $POLICY ]; then
+  printf '#!/bin/sh\n# wireup install-deps.sh: no daemon starts during this install\nexit 101\n' | $SUDO tee $POLICY >/dev/null
+  $SUDO chmod 755 $POLICY
+  own_policy=1
+fi
+set +e
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+rc=$?
+set -e
+if ((own_policy)); then $SUDO rm -f $POLICY; fi
+((rc == 0)) || exit $rc
+for d in "${DAEMONS[@]}"; do
+  [ -e "/lib/systemd/system/$d.service" ] || [ -e "/etc/init.d/$d" ] || continue
+  if [ -d /run/systemd/system ]; then $SUDO systemctl stop "$d" 2>/dev/null || true; fi
+  if command -v systemctl >/dev/null; then $SUDO systemctl disable "$d" 2>/dev/null || true; fi
+  if [ -e "/etc/init.d/$d" ]; then $SUDO update-rc.d "$d" disable >/dev/null 2>&1 || true; fi
+done
+echo "install-deps: ${DAEMONS[*]} are disabled here (they run only in the pair's guests)"

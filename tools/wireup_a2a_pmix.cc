@@ -27,47 +27,13 @@
 #include "wireup_a2a_driver.h"
 #include "wireup_a2a_ondemand.h"
 #include "wireup_a2a_pmix.h"
+#include "wireup_a2a_pmix_exchange.h"
 
 namespace wireup::a2a {
 namespace {
 
 using bootstrap::PmixSession;
 constexpr auto kIdleWait = std::chrono::milliseconds(20);  // as the MPI driver (its comment)
-constexpr int kDirectGetTimeoutS = 10;  // a direct-modex Get (PMIX_TIMEOUT): the peer has committed
-
-std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
-std::string text_of(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
-
-// One exchange: every rank in `among` (all when empty) publishes `key`, a fence, and each
-// rank reads the others' records ("" stands for a rank that is not in `among`). `collect`:
-// the fence collects (bulk); else it is a barrier and each Get asks the peer's server (direct
-// modex): on demand no fence may collect before the addresses are read, since after one a
-// key posted later is NOT-FOUND at once (tests/bootstrap/pmix_job_check.cc).
-Expected<std::vector<std::string>> exchange(PmixSession& s, const std::string& key, const std::string& mine,
-                                            const std::vector<uint32_t>& among, bool collect = true) {
-  if (Problem p = s.put(key, bytes_of(mine)); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
-  if (Problem p = s.commit(); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
-  if (Problem p = s.fence(collect, among); !p.empty()) return Expected<std::vector<std::string>>::failure(p);
-  std::vector<std::string> all(s.size());
-  for (uint32_t r = 0; r < s.size(); ++r) {
-    if (!among.empty() && std::find(among.begin(), among.end(), r) == among.end()) continue;
-    bootstrap::Fetched f = s.get(r, key, collect ? 0 : kDirectGetTimeoutS);
-    if (!f.ok()) return Expected<std::vector<std::string>>::failure(f.error);
-    all[r] = text_of(f.bytes);
-  }
-  return all;
-}
-
-// Every rank says whether its step worked ("ok" or its problem); one failure stops them all.
-bool all_ok(PmixSession& s, const std::string& step, const Problem& p, const std::vector<uint32_t>& among = {},
-            bool collect = true) {
-  if (!p.empty()) std::fprintf(stderr, "wireup_a2a: rank %u: %s\n", s.rank(), p.c_str());
-  auto all = exchange(s, "a2a.ok." + step, p.empty() ? "ok" : p, among, collect);
-  if (!all) return std::fprintf(stderr, "wireup_a2a: rank %u: %s\n", s.rank(), all.error().c_str()), false;
-  for (uint32_t r = 0; r < s.size(); ++r)
-    if (!(*all)[r].empty() && (*all)[r] != "ok") return false;
-  return true;
-}
 
 // What each rank publishes before start(): its listen address, where it runs (for the exit
 // watch) and its pid, as "host pid hex-address".
@@ -150,9 +116,10 @@ struct DeathWatches {
 };
 
 // On demand, the address callback: one PMIx_Get of that peer's record (direct modex, with a
-// timeout), its process watched if it runs on this node, its address given to wireup.
-void fetch_address(PmixSession& s, wireup::Wireup& e, DeathWatches& dw, uint32_t peer) {
-  bootstrap::Fetched f = s.get(peer, "wireup.address", kDirectGetTimeoutS);
+// timeout; or from the collected data where the launcher has no direct modex), its process
+// watched if it runs on this node, its address given to wireup.
+void fetch_address(PmixSession& s, wireup::Wireup& e, DeathWatches& dw, uint32_t peer, bool direct) {
+  bootstrap::Fetched f = s.get(peer, "wireup.address", direct ? kDirectGetTimeoutS : 0);
   auto rec = f.ok() ? parse_record(peer, text_of(f.bytes)) : Expected<PeerRecord>::failure(f.error);
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -171,7 +138,7 @@ WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32
   const auto t0 = Clock::now();
   const auto cpu0 = cpu_seconds();
   bool done = false;
-  bootstrap::PendingFence end;
+  auto end = std::make_unique<bootstrap::PendingFence>();
   for (;;) {
     dw.drain(e, s.rank());
     int work = 0;
@@ -180,13 +147,22 @@ WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32
       done = true, out.seconds = since(t0);
       const auto cpu = cpu_seconds();
       out.user_s = cpu.first - cpu0.first, out.sys_s = cpu.second - cpu0.second;
-      if (Problem p = s.fence_start(end, live); !p.empty()) {
+      if (Problem p = s.fence_start(*end, live); !p.empty()) {
         out.error = p;
         return out;
       }
     }
-    if (done && end.done()) {
-      if (Problem p = end.result(); !p.empty() && out.error.empty()) out.error = p;
+    if (done && end->done()) {
+      if (Problem p = end->result(); !p.empty() && out.error.empty()) out.error = p;
+      return out;
+    }
+    // The end fence is bounded as every other: a live rank that never finishes must not hang
+    // the others (PendingFence must outlive PMIx's callback: it leaks on this path).
+    if (done && since(t0) - out.seconds > s.fence_timeout_s()) {
+      (void)end.release();
+      out.error = "rank " + std::to_string(s.rank()) + ": the end-of-wireup PMIx_Fence_nb among the " +
+                  std::to_string(live.size()) + " live ranks did not complete within " +
+                  std::to_string(s.fence_timeout_s()) + " s (WIREUP_PMIX_TIMEOUT_S)";
       return out;
     }
     if (work == 0 && out.error.empty()) out.error = attempt([&] { e.wait(kIdleWait); });
@@ -277,7 +253,7 @@ Problem one_sided_exchange(const Options& o, RdmaRank& rr, PmixSession& s, const
     if (auto it = theirs.find({path.lanes()[i].peer, path.lanes()[i].lane}); it != theirs.end())
       oc.set_peer_slot(i, it->second);
   const Problem ran = oc.run(o.verify_timeout_s, c);
-  if (Problem f = s.fence(false, live); !f.empty()) return f;  // every rank's WRITEs have completed
+  if (Problem f = barrier(s, "written", live); !f.empty()) return f;  // every rank's WRITEs have completed
   if (ran.empty()) oc.check_landed(c);
   return ran;
 }
@@ -357,7 +333,27 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
   Problem p = attempt([&] { rr = std::make_unique<RdmaRank>(ro); });
   if (p.empty()) p = job_shape(o, *rr, uint32_t(wn), od, plan);
   if (p.empty() && wr == 0) p = attempt([&] { key = pick_job_key(o, rr->context()); });
-  const bool collect = !od;
+  // On demand wants direct modex (each address read from its owner's node when needed). A
+  // launcher without it refuses the first such Get on every rank alike (Flux: "not
+  // implemented"; WIREUP_PMIX_DIRECT=off here), so all switch together: every exchange,
+  // the addresses included, through collecting fences, and each address read locally.
+  bool direct = od;
+  if (od) {
+    Problem q = s.put("wireup.probe", bytes_of("1"));
+    if (q.empty()) q = s.commit();
+    if (Problem f = s.fence(false); q.empty()) q = f;
+    bootstrap::Fetched f = s.get(uint32_t((wr + 1) % wn), "wireup.probe", kDirectGetTimeoutS);
+    if (f.refused) {
+      direct = false;
+      if (wr == 0)
+        std::fprintf(stderr, "[a2a] no direct modex (%s): on demand falls back to one collecting fence for the "
+                     "addresses, each then read locally\n", f.error.c_str());
+    } else if (q.empty() && !f.ok()) {
+      q = "direct-modex probe: " + f.error;
+    }
+    if (p.empty()) p = q;
+  }
+  const bool collect = !direct;
   if (!all_ok(s, "context", p, {}, collect)) return 1;
   auto keys = exchange(s, "a2a.job_key", std::to_string(key), {}, collect);
   if (!keys) return std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, keys.error().c_str()), 1;
@@ -370,7 +366,7 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
     // Our own record only (Put + Commit); each peer's is read when wireup asks for it.
     p = s.put("wireup.address", bytes_of(my_record(wu)));
     if (p.empty()) p = s.commit();
-    if (p.empty()) p = attempt([&] { wu.on_address_needed([&](uint32_t peer) { fetch_address(s, wu, dw, peer); }); });
+    if (p.empty()) p = attempt([&] { wu.on_address_needed([&](uint32_t peer) { fetch_address(s, wu, dw, peer, direct); }); });
     if (p.empty()) odr = std::make_unique<OnDemandRank>(wu, *plan, uint32_t(wr), rr->lanes(), dead);
   } else {
     p = bulk_addresses(s, wu, dw);
@@ -387,7 +383,7 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
                  "peer(s) on this node watched by pidfd\n", wn, lanes, (unsigned long long)planned, s.nspace().c_str(),
                  od ? ", on demand, pattern " : "", od ? plan->text().c_str() : "",
                  rr->context().listen_source().c_str(), dw.local.size());
-  if (Problem f = s.fence(false); !f.empty()) return std::fprintf(stderr, "wireup_a2a: %s\n", f.c_str()), 1;
+  if (Problem f = barrier(s, "start", {}, collect); !f.empty()) return std::fprintf(stderr, "wireup_a2a: %s\n", f.c_str()), 1;
   Problem started = attempt([&] { wu.start(); });
   if (started.empty() && odr) started = odr->ask_all();  // every peer of the pattern at once
   if (victim) run_victim(o, wu, wr);
@@ -407,11 +403,11 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
     qpn_exchange(s, wu, live, lanes, rep.check);
     if (Problem d = data_exchange(o, *rr, s, live, dead, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d), ++rep.check.errors;
-    if (Problem f = s.fence(false, live); !f.empty())  // the SEND check is over everywhere
+    if (Problem f = barrier(s, "sent", live); !f.empty())  // the SEND check is over everywhere
       rep.check.problem(f), ++rep.check.errors;
     if (Problem d = one_sided_exchange(o, *rr, s, live, dead, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": one-sided check: " + d), ++rep.check.errors;
-    if (Problem f = s.fence(false, live); !f.empty())  // nobody tears down while a peer still polls
+    if (Problem f = barrier(s, "one_sided", live); !f.empty())  // nobody tears down while a peer still polls
       rep.check.problem(f), ++rep.check.errors;
   }
   // The job's wall time: the slowest live rank's, which the summary takes from the reports.

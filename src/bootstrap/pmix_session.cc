@@ -3,9 +3,11 @@
 
 #include <pmix.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace wireup::bootstrap {
 
@@ -19,6 +21,9 @@ const char* to_string(PmixOpen s) {
 }
 
 namespace {
+
+constexpr int kRetryMs = 50;
+constexpr int kNotFoundGraceS = 10;
 
 std::string status_text(pmix_status_t rc) {
   return std::string(PMIx_Error_string(rc)) + " (" + std::to_string(rc) + ")";
@@ -97,6 +102,24 @@ PmixSession::Opened PmixSession::open() {
     o.why = "PMIx says rank " + std::to_string(s->rank_) + " of a job of " + std::to_string(s->size_);
     return o;
   }
+  if (const char* t = std::getenv("WIREUP_PMIX_TIMEOUT_S"); t != nullptr && *t != '\0') {
+    char* end = nullptr;
+    const long v = std::strtol(t, &end, 10);
+    if (*end != '\0' || v <= 0 || v > 86400) {
+      o.state = PmixOpen::failed;
+      o.why = std::string("WIREUP_PMIX_TIMEOUT_S='") + t + "': expected whole seconds, 1 to 86400";
+      return o;
+    }
+    s->fence_timeout_s_ = int(v);
+  }
+  if (const char* d = std::getenv("WIREUP_PMIX_DIRECT"); d != nullptr && *d != '\0') {
+    if (std::strcmp(d, "off") != 0 && std::strcmp(d, "on") != 0) {
+      o.state = PmixOpen::failed;
+      o.why = std::string("WIREUP_PMIX_DIRECT='") + d + "': expected on or off";
+      return o;
+    }
+    if (std::strcmp(d, "off") == 0) s->direct_ = DirectModex::refused;
+  }
   o.state = PmixOpen::connected;
   o.session = std::move(s);
   return o;
@@ -136,10 +159,20 @@ void PendingFence::complete_cb(int status) {
 
 namespace {
 
-// The whole namespace, or the ranks of `among`.
-std::vector<pmix_proc_t> procs_of(const std::string& nspace, const std::vector<uint32_t>& among) {
+// The whole namespace, or the ranks of `among`. A list naming every rank of the job is the
+// whole namespace too: Slurm's PMIx plugin (22.05) takes a fence over the explicit list of all
+// ranks for another collective than the wildcard one, and its two nodes' servers disagree on
+// which ("unexpected contrib", "No process controlled by this slurmstepd is involved").
+std::vector<pmix_proc_t> procs_of(const std::string& nspace, uint32_t size, const std::vector<uint32_t>& among) {
   std::vector<pmix_proc_t> procs;
-  if (among.empty()) procs.push_back(proc_of(nspace, PMIX_RANK_WILDCARD));
+  std::vector<bool> named(size, false);
+  uint32_t distinct = 0;
+  for (uint32_t r : among)
+    if (r < size && !named[r]) named[r] = true, ++distinct;
+  if (among.empty() || distinct == size) {
+    procs.push_back(proc_of(nspace, PMIX_RANK_WILDCARD));
+    return procs;
+  }
   for (uint32_t r : among) procs.push_back(proc_of(nspace, r));
   return procs;
 }
@@ -149,39 +182,91 @@ void fence_done_cb(pmix_status_t status, void* cbdata) { static_cast<PendingFenc
 }  // namespace
 
 std::string PmixSession::fence_start(PendingFence& f, const std::vector<uint32_t>& among) {
-  std::vector<pmix_proc_t> procs = procs_of(nspace_, among);
+  std::vector<pmix_proc_t> procs = procs_of(nspace_, size_, among);
   const pmix_status_t rc = PMIx_Fence_nb(procs.data(), procs.size(), nullptr, 0, fence_done_cb, &f);
   if (rc == PMIX_OPERATION_SUCCEEDED) f.complete_cb(PMIX_SUCCESS);  // done at once, no callback comes
   if (rc == PMIX_SUCCESS || rc == PMIX_OPERATION_SUCCEEDED) return "";
   return "rank " + std::to_string(rank_) + ": " + failed("PMIx_Fence_nb", rc, "");
 }
 
+namespace {
+
+// "0-3 5 7-9": a rank list for a sentence.
+std::string ranks_text(const std::vector<uint32_t>& r) {
+  std::string out;
+  for (size_t i = 0; i < r.size();) {
+    size_t j = i;
+    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
+    out += (out.empty() ? "" : " ") + std::to_string(r[i]) + (j > i ? "-" + std::to_string(r[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string PmixSession::fence(bool collect, const std::vector<uint32_t>& among) {
-  std::vector<pmix_proc_t> procs = procs_of(nspace_, among);
+  std::vector<pmix_proc_t> procs = procs_of(nspace_, size_, among);
   pmix_info_t info;
   PMIX_INFO_CONSTRUCT(&info);
   bool yes = collect;
   PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-  const pmix_status_t rc = PMIx_Fence(procs.data(), procs.size(), &info, 1);
+  // Non-blocking, so that this thread bounds the wait whatever the launcher does.
+  auto pending = std::make_unique<PendingFence>();
+  pmix_status_t rc = PMIx_Fence_nb(procs.data(), procs.size(), &info, 1, fence_done_cb, pending.get());
   PMIX_INFO_DESTRUCT(&info);
-  const std::string what = among.empty() ? "the whole job" : std::to_string(among.size()) + " ranks";
-  return rc == PMIX_SUCCESS ? "" : "rank " + std::to_string(rank_) + ": " + failed("PMIx_Fence", rc, what);
+  if (rc == PMIX_OPERATION_SUCCEEDED) pending->complete_cb(PMIX_SUCCESS);
+  const std::string what = (among.empty() ? "the whole job of " + std::to_string(size_) + " ranks"
+                                          : "ranks " + ranks_text(among)) + (collect ? ", collecting" : "");
+  if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED)
+    return "rank " + std::to_string(rank_) + ": " + failed("PMIx_Fence_nb", rc, what);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(fence_timeout_s_);
+  while (!pending->done()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      abandoned_.push_back(std::move(pending));
+      return "rank " + std::to_string(rank_) + ": PMIx_Fence(" + what + ") did not complete within " +
+             std::to_string(fence_timeout_s_) + " s (WIREUP_PMIX_TIMEOUT_S): a member never arrived or the " +
+             "launcher lost the collective; PMIx does not say which of them";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const std::string r = pending->result();
+  return r.empty() ? "" : "rank " + std::to_string(rank_) + ": " + r + " (" + what + ")";
 }
 
-Fetched PmixSession::get(uint32_t peer, const std::string& key, int timeout_s) const {
+Fetched PmixSession::get(uint32_t peer, const std::string& key, int timeout_s, bool retry) const {
   Fetched f;
+  const std::string what0 = "rank " + std::to_string(peer) + ", " + key;
+  if (timeout_s > 0 && direct_ == DirectModex::refused) {
+    f.refused = true;
+    f.error = "PMIx_Get(" + what0 + "): direct modex refused here (WIREUP_PMIX_DIRECT=off)";
+    return f;
+  }
   const pmix_proc_t who = proc_of(nspace_, peer);
   pmix_info_t info;
   PMIX_INFO_CONSTRUCT(&info);
   int t = timeout_s;
   if (timeout_s > 0) PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &t, PMIX_INT);
   pmix_value_t* v = nullptr;
-  const pmix_status_t rc = PMIx_Get(&who, key.c_str(), timeout_s > 0 ? &info : nullptr, timeout_s > 0 ? 1 : 0, &v);
+  // Slurm's PMIx server (22.05, OpenPMIx 4.2) sometimes answers NOT-FOUND for a key of a rank
+  // on another node that the peer committed before the fence this rank has passed, and finds
+  // it when asked again: a NOT-FOUND is asked again every kRetryMs until the deadline
+  // (timeout_s, or kNotFoundGraceS for an untimed Get), each retry counted for the caller.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s > 0 ? timeout_s : kNotFoundGraceS);
+  pmix_status_t rc;
+  for (;;) {
+    rc = PMIx_Get(&who, key.c_str(), timeout_s > 0 ? &info : nullptr, timeout_s > 0 ? 1 : 0, &v);
+    if (!retry || rc != PMIX_ERR_NOT_FOUND || std::chrono::steady_clock::now() >= deadline) break;
+    ++f.retries;
+    std::this_thread::sleep_for(std::chrono::milliseconds(kRetryMs));
+  }
   PMIX_INFO_DESTRUCT(&info);
   const std::string what = "rank " + std::to_string(peer) + ", " + key;
   if (rc != PMIX_SUCCESS) {
     f.timed_out = rc == PMIX_ERR_TIMEOUT;
-    f.error = failed("PMIx_Get", rc, what) + (f.timed_out ? " after " + std::to_string(timeout_s) + " s" : "");
+    f.refused = timeout_s > 0 && rc == PMIX_ERR_NOT_SUPPORTED;
+    f.error = failed("PMIx_Get", rc, what) + (f.timed_out ? " after " + std::to_string(timeout_s) + " s" : "") +
+              (f.retries > 0 ? ", asked " + std::to_string(f.retries + 1) + " times" : "");
     return f;
   }
   if (v->type != PMIX_BYTE_OBJECT) {

@@ -144,8 +144,11 @@ bool is_reserved_env(std::string_view name) {
   //   WIREUP_IN_VM, WIREUP_VM_*  the soft-RoCE VM harness (scripts/vm/README.md)
   //   WIREUP_JOBS          build/test parallelism of the project's scripts (scripts/*.sh)
   //   WIREUP_SYSFS_ROOT    a captured sysfs tree instead of /sys (src/host, wireup_info --sysfs)
+  //   WIREUP_PMIX_*        the PMIx bootstrap (src/bootstrap/pmix_session.h)
+  //   WIREUP_SLURM_*       Slurm in the pair (scripts/vm/slurm-up.sh)
   return name == "WIREUP_CONFIG" || name == "WIREUP_LOG" || name == "WIREUP_IN_VM" || name == "WIREUP_JOBS" ||
-         name == "WIREUP_SYSFS_ROOT" || name.starts_with("WIREUP_VM_");
+         name == "WIREUP_SYSFS_ROOT" || name.starts_with("WIREUP_VM_") || name.starts_with("WIREUP_PMIX_") ||
+         name.starts_with("WIREUP_SLURM_");
 }
 
 }  // namespace wireup::config

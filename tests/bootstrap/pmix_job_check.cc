@@ -2,7 +2,9 @@
 // rank: rank, size and local rank against what the launcher also puts in the environment;
 // Put + Commit, one collecting Fence, a Get per peer (bulk); a Get of one peer's key behind
 // a fence that collects nothing, with PMIX_TIMEOUT (direct modex); a Get of a key nobody
-// publishes, which must time out and say so; the death watch fed through PMIx's own event
+// publishes, which must time out and say so; a fence one member reaches 3 s late, which must
+// end on the other within its 1 s bound with a sentence naming the call and the ranks; with
+// WIREUP_PMIX_DIRECT=off, the direct Get refused at once and said so; the death watch fed through PMIx's own event
 // path (notify_self), read from its fd by this thread. Prints one line per failed check and
 // "pmix_job_check: ok" from rank 0; exit 0 only if every rank passed.
 #include <poll.h>
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "bootstrap/pmix_death_watch.h"
 #include "bootstrap/pmix_session.h"
@@ -51,6 +54,11 @@ int main() {
           "PMIX_LOCAL_RANK " + std::to_string(s.local_rank()) + " vs the launcher's");
   }
 
+  // WIREUP_PMIX_DIRECT=off: the direct path refused at once, without asking PMIx, and said so
+  // (the caller's cue to fall back to a collecting fence); the rest of the check unchanged.
+  const char* dm = std::getenv("WIREUP_PMIX_DIRECT");
+  const bool refused = dm != nullptr && std::string(dm) == "off";
+  check(s.direct() == (refused ? DirectModex::refused : DirectModex::allowed), "the session's direct-modex state");
   // Direct modex, as on demand: the peer's key committed, then a fence that collects nothing
   // (a barrier: the peer HAS committed), then a Get of that one peer, which its server answers.
   // Seen with Open MPI 4.1.4 / PMIx 4.2.2: a Get of a key the peer has not committed yet is
@@ -61,9 +69,18 @@ int main() {
   const std::string barrier = s.fence(false);
   check(barrier.empty(), barrier);
   const uint32_t peer = (me + 1) % n;
+  const auto d0 = std::chrono::steady_clock::now();
   Fetched d = s.get(peer, "check.direct", 10);
-  check(d.ok() && text(d.bytes) == "direct-" + std::to_string(peer),
-        "direct get of rank " + std::to_string(peer) + ": " + (d.ok() ? "'" + text(d.bytes) + "'" : d.error));
+  const double direct_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
+  if (refused) {
+    check(!d.ok() && d.refused && d.error.find("direct modex refused") != std::string::npos &&
+              d.error.find("rank " + std::to_string(peer)) != std::string::npos && direct_s < 0.5,
+          "refused direct get of rank " + std::to_string(peer) + ": want it refused at once, naming the peer; got '" +
+              d.error + "' after " + std::to_string(direct_s) + " s");
+  } else {
+    check(d.ok() && !d.refused && text(d.bytes) == "direct-" + std::to_string(peer),
+          "direct get of rank " + std::to_string(peer) + ": " + (d.ok() ? "'" + text(d.bytes) + "'" : d.error));
+  }
 
   // Bulk: Put + Commit, one Fence collecting, a Get per peer.
   check(s.put("check.bulk", bytes("bulk-" + std::to_string(me))).empty(), "put");
@@ -89,6 +106,27 @@ int main() {
         "the error names the call and the key: " + never.error);
   check(waited < 5, "the 1 s timeout took " + std::to_string(waited) + " s");
 
+  // A fence that a member reaches late: rank 0 waits at most 1 s and gets the sentence naming
+  // the call and its members; rank 1 arrives 3 s later, completing the abandoned fence (so no
+  // collective is left open), and everybody meets again at a normal fence.
+  if (n >= 2 && me <= 1) {
+    if (me == 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+    s.set_fence_timeout_s(me == 0 ? 1 : 30);
+    const auto l0 = std::chrono::steady_clock::now();
+    const std::string late = s.fence(false, {0, 1});
+    const double late_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - l0).count();
+    if (me == 0)
+      check(late.find("PMIx_Fence(ranks 0-1)") != std::string::npos && late.find("within 1 s") != std::string::npos &&
+                late_s < 2.5,
+            "a fence rank 1 reaches 3 s late: want rank 0's sentence naming PMIx_Fence and ranks 0-1 within ~1 s; got '" +
+                late + "' after " + std::to_string(late_s) + " s");
+    else
+      check(late.empty(), "rank 1's late fence: " + late);
+    s.set_fence_timeout_s(PmixSession::kDefaultFenceTimeoutS);
+  }
+  const std::string again = s.fence(false);
+  check(again.empty(), "the fence after the late one: " + again);
+
   // Death watch: the event through PMIx (its thread) -> eventfd -> this thread.
   std::string why;
   auto watch = PmixDeathWatch::create(s, why);
@@ -107,7 +145,7 @@ int main() {
     check(watch->take().empty(), "a death taken twice");
   }
   std::printf("pmix_job_check: rank %u of %u (local rank %u): fence %.1f ms, direct get %s, timeout after %.2f s: %s\n",
-              me, n, s.local_rank(), fence_ms, d.ok() ? "ok" : "failed", waited, failures ? "FAILED" : "passed");
+              me, n, s.local_rank(), fence_ms, d.ok() ? "ok" : d.refused ? "refused" : "failed", waited, failures ? "FAILED" : "passed");
   std::fflush(stdout);
   // Every rank's verdict before anyone leaves (rank 0 answers for the job).
   check(s.put("check.verdict", bytes(failures ? "failed" : "ok")).empty() && s.commit().empty(), "put verdict");

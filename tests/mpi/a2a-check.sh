@@ -3,10 +3,14 @@
 #
 #   a2a-check.sh --a2a BIN --np N --lanes L [--scenario all|ece|kill] [--timeout S]
 #                [--host H1:SLOTS,H2:SLOTS] [--set KEY=VALUE]... [--bootstrap pmix|mpi]
-#                [--mode bulk|on-demand] [--pattern all|ring:K|random:K]
+#                [--mode bulk|on-demand] [--pattern all|ring:K|random:K] [--srun NODES]
 # --host: mpirun's --host (ranks by slot: the first SLOTS ranks on H1...), e.g. the two-node
 # pair's "10.0.1.1:2,10.0.1.2:2"; --set: passed to every rank (wireup_a2a --set);
 # --bootstrap: wireup_a2a --bootstrap, and the summary must say that one ran (default: mpi).
+# --srun NODES: launch with Slurm instead (srun --mpi=pmix -N NODES, N/NODES ranks per node, in
+# node order; SLURM_CONF as the caller has it; needs --bootstrap pmix); --node-clocks "0 X...":
+# each srun node's clock minus the first's (s), so that the kill scenario compares a notice on
+# one node with the victim's exit on another;
 # --mode/--pattern: wireup_a2a's; the summary must say that mode ran. On demand the planned
 # pairs are the pattern's: every one connected exactly once per lane, no other pair, each asked
 # lane's ask-to-ready measured, and (random:K) crossing pairs > 0 (printed with those that
@@ -24,7 +28,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600 HOSTS="" SETS=() BOOTSTRAP=mpi MODE="" PATTERN="" 
+A2A="" NP="" LANES="" SCENARIO=all TIMEOUT=600 HOSTS="" SETS=() BOOTSTRAP=mpi MODE="" PATTERN="" SRUN_NODES="" NODE_CLOCKS=""
+
 while (($#)); do
   case "$1" in
     --a2a) A2A=$2; shift 2 ;;
@@ -37,18 +42,28 @@ while (($#)); do
     --bootstrap) BOOTSTRAP=$2; shift 2 ;;
     --mode) MODE=$2; shift 2 ;;
     --pattern) PATTERN=$2; shift 2 ;;
+    --srun) SRUN_NODES=$2; shift 2 ;;
+    --node-clocks) NODE_CLOCKS=$2; shift 2 ;;
     *) echo "a2a-check: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 [ -x "$A2A" ] || { echo "a2a-check: --a2a '$A2A' is not an executable" >&2; exit 2; }
 [[ "$NP" =~ ^[0-9]+$ && "$LANES" =~ ^[0-9]+$ ]] || { echo "a2a-check: --np and --lanes want numbers" >&2; exit 2; }
-for t in mpirun jq timeout; do command -v $t >/dev/null || { echo "a2a-check: '$t' not found" >&2; exit 2; }; done
+LAUNCHER=mpirun
+[ -z "$SRUN_NODES" ] || LAUNCHER=srun
+for t in $LAUNCHER jq timeout; do command -v $t >/dev/null || { echo "a2a-check: '$t' not found" >&2; exit 2; }; done
 
 ODD=$((NP - 1))
 [[ $BOOTSTRAP == mpi || $BOOTSTRAP == pmix ]] || { echo "a2a-check: --bootstrap wants mpi or pmix" >&2; exit 2; }
 [[ -z $MODE || $MODE == bulk || $MODE == on-demand ]] || { echo "a2a-check: --mode wants bulk or on-demand" >&2; exit 2; }
 [[ -z $PATTERN || $MODE == on-demand ]] || { echo "a2a-check: --pattern needs --mode on-demand" >&2; exit 2; }
 [[ $SCENARIO == ece && $MODE == on-demand ]] && { echo "a2a-check: the ece scenario is bulk only" >&2; exit 2; }
+if [ -n "$SRUN_NODES" ]; then
+  [[ $SRUN_NODES =~ ^[1-9][0-9]*$ ]] && ((NP % SRUN_NODES == 0)) ||
+    { echo "a2a-check: --srun wants a node count that divides --np" >&2; exit 2; }
+  [[ $BOOTSTRAP == pmix && -z $HOSTS && $SCENARIO != ece ]] ||
+    { echo "a2a-check: --srun takes --bootstrap pmix, no --host, no ece scenario" >&2; exit 2; }
+fi
 COMMON=(--config "$HERE/vm.toml" --lanes "$LANES" --json --no-progress --bootstrap "$BOOTSTRAP" "${SETS[@]}")
 [ -z "$MODE" ] || COMMON+=(--mode "$MODE")
 [ -z "$PATTERN" ] || COMMON+=(--pattern "$PATTERN")
@@ -56,8 +71,13 @@ OD=0
 [[ $MODE == on-demand ]] && OD=1
 MPI=(mpirun --oversubscribe)
 [ -z "$HOSTS" ] || MPI+=(--host "$HOSTS")
+# Under srun the ranks are numbered node by node (block), as mpirun's --host slots; the job
+# survives a task's death only with --kill-on-bad-exit=0 (the kill scenario).
+SRUN=(srun --mpi=pmix -N "$SRUN_NODES" --ntasks-per-node "$((NP / ${SRUN_NODES:-1}))" --distribution block
+      --kill-on-bad-exit=0)
 case "$SCENARIO" in
-  all) JOB=("${MPI[@]}" -np "$NP" "$A2A" "${COMMON[@]}") ;;
+  all) JOB=("${MPI[@]}" -np "$NP" "$A2A" "${COMMON[@]}")
+       [ -z "$SRUN_NODES" ] || JOB=("${SRUN[@]}" "$A2A" "${COMMON[@]}") ;;
   # A refused pair is settled on both sides at once: reason 35 both ways, or the active side's
   # abandon notice. No wireup timeout of its own: the configured one (600 s) would only show as
   # a hang, and the expectations below want every pair settled within seconds and none timed out.
@@ -73,7 +93,9 @@ case "$SCENARIO" in
   kill) WHEN=(--kill-after-conns 1 --kill-after-ms 250)
         [[ $BOOTSTRAP == pmix ]] && WHEN=(--kill-after-ms 0)
         JOB=("${MPI[@]}" --enable-recovery -np "$NP" "$A2A" "${COMMON[@]}" --kill-rank "$ODD" "${WHEN[@]}"
-             --wireup-timeout-ms 30000) ;;
+             --wireup-timeout-ms 30000)
+        [ -z "$SRUN_NODES" ] || JOB=("${SRUN[@]}" "$A2A" "${COMMON[@]}" --kill-rank "$ODD" "${WHEN[@]}"
+                                     --wireup-timeout-ms 30000) ;;
   *) echo "a2a-check: unknown scenario '$SCENARIO'" >&2; exit 2 ;;
 esac
 
@@ -85,11 +107,23 @@ set +e
 timeout --kill-after=10 "$TIMEOUT" "${JOB[@]}" >"$OUT" 2>"$ERR"
 rc=$?
 set -e
-echo "a2a-check: mpirun exited $rc after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+# A2A_CHECK_KEEP=PREFIX: the job's stdout (the JSON summary) and stderr kept as PREFIX.json/.err.
+if [ -n "${A2A_CHECK_KEEP:-}" ]; then cp "$OUT" "$A2A_CHECK_KEEP.json"; cp "$ERR" "$A2A_CHECK_KEEP.err"; fi
+echo "a2a-check: $LAUNCHER exited $rc after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 # The human summary (stderr), without the engines' per-lane warnings of the fault scenarios.
 grep -v '^wireup WARN' "$ERR" | grep -v 'PMIX ERROR: BAD-PARAM' | tail -n 40 || true
-if ! jq -e . "$OUT" >/dev/null 2>&1; then
+# The PMIx bootstrap's one line when the launcher has no direct modex (or it was refused).
+grep -m 1 '\[a2a\] no direct modex' "$ERR" | sed 's/^/a2a-check: /' || true
+# Gets the launcher's PMIx server answered NOT-FOUND before it found the key (pmix_session.cc).
+nf=$(grep -c 'answered NOT-FOUND' "$ERR" || true)
+((nf == 0)) || echo "a2a-check: $nf PMIx_Get(s) answered NOT-FOUND before finding the key; worst:" \
+  "$(sed -n 's/.*NOT-FOUND \([0-9]*\) time.*/\1/p' "$ERR" | sort -n | tail -n 1) retries"
+# Exactly one JSON object: jq -e on an empty file answers 0 (jq 1.6), which would let every
+# expectation below pass on a job that printed nothing.
+if ! [ -s "$OUT" ] || ! jq -e -s 'length == 1 and (.[0] | type == "object")' "$OUT" >/dev/null 2>&1; then
   echo "a2a-check: FAILED: no JSON summary on stdout; stdout was:"; cat "$OUT"
+  # What the ranks saw of a killed rank before the job ended anyway.
+  grep -E '_exit\(\) mid-wireup|died \(' "$ERR" | sed 's/^/a2a-check: (no summary) /' || true
   exit 1
 fi
 jq -c '{ranks, lanes, connections, failed, lost, wall_s, conn_per_s, retries, rejects_received, failures}' "$OUT"
@@ -172,6 +206,7 @@ case "$SCENARIO" in
       expect '[.failed_peers[] | select(.rank == $odd) | .lanes] == [$odd * $lanes]' \
         "each survivor reports every lane of the dead rank: failed, or disconnected/lost after wireup"
     fi
+    jq -r '.failed_peers[] | "a2a-check: rank \(.rank) reported by ranks \(.reported_by), lanes \(.lanes), as \(.kinds)"' "$OUT"
     expect '[.failed_peers[] | .rank] == [$odd]' "no survivor reports another survivor"
     if [[ $BOOTSTRAP == pmix ]]; then
       # Death -> given up: the victim's _exit() time against each survivor's "seen at" (same
@@ -181,12 +216,24 @@ case "$SCENARIO" in
       # On demand the survivors that asked the victim watch it (they read its record).
       want=$ODD
       ((OD)) && want=$(jq '.pattern.asked_dead | length' "$OUT")
+      # Under srun the survivors on other nodes hear of it only if Slurm's PMIx server raises
+      # an event (22.05 did not: notes/slurm.md); those on the victim's node have its pidfd.
+      # So every survivor's notice is printed, and only the victim's node's are required.
+      if [ -n "$SRUN_NODES" ]; then
+        echo "a2a-check: $seen of $ODD survivors got a notice of rank $ODD's death (PMIx event or pidfd)"
+        want=$seen
+        local_survivors=$((NP / SRUN_NODES - 1))
+        ((OD)) || ((seen >= local_survivors)) || want=$local_survivors
+      fi
       if [[ -z $died || $seen != "$want" ]]; then
         echo "a2a-check: FAILED: want the victim's exit time and $want survivors' death notices, got '${died}' and $seen"
         fails=$((fails + 1))
       else
-        worst=$(sed -n "s/.*rank $ODD died (.*), seen at \([0-9.]*\): gave up \([0-9]*\).*/\1 \2/p" "$ERR" |
-          awk -v d="$died" '{ s = $1 - d; n += $2; if (s > w) w = s; printf "a2a-check: a survivor saw rank '"$ODD"' die after %.3f s and gave up %d pending lane(s)\n", s, $2 }
+        worst=$(sed -n "s/.*\] rank \([0-9]*\): rank $ODD died (\(.*\)), seen at \([0-9.]*\): gave up \([0-9]*\).*/\3 \4 \1 \2/p" "$ERR" |
+          awk -v d="$died" -v clocks="$NODE_CLOCKS" -v per="$((NP / ${SRUN_NODES:-1}))" -v odd="$ODD" '
+                            BEGIN { k = split(clocks, c, " "); for (i = 1; i <= k; i++) off[i - 1] = c[i]; d -= off[int(odd / per)] }
+                            { $1 -= off[int($3 / per)]; s = $1 - d; n += $2; if (s > w) w = s; ev = $4; for (i = 5; i <= NF; i++) ev = ev " " $i
+                              printf "a2a-check: survivor rank %d saw rank '"$ODD"' die after %.3f s (%s) and gave up %d pending lane(s)\n", $3, s, ev, $2 }
                             END { printf "a2a-check: death to given up: worst %.3f s, %d pending lanes given up in all\n", w, n; exit !(w < 2.0 && n > 0) }') &&
           echo "$worst" || { echo "$worst"; echo "a2a-check: FAILED: a survivor took 2 s or more to give the dead rank up, or nothing was pending"; fails=$((fails + 1)); }
       fi

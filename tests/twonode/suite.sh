@@ -18,6 +18,14 @@
 #              WRITE, RDMA READ each way) captured on eth0 with tcpdump, once with cm.tos = 106
 #              and once without cm.tos; every RoCE v2 packet, the CM's MADs included, must carry
 #              106 (DSCP 26, ECN 2), then the kernel's default (rdma_cm configfs default_roce_tos)
+#   slurm_kill (by name only; fails with Slurm 22.05, which SIGKILLs the step when a rank's PMIx
+#              connection is lost) rank 7 of 2 x 4 killed mid-wireup under srun
+#              --kill-on-bad-exit=0: every survivor's notice and its delay, every pair among
+#              the survivors checked
+#   slurm      a real Slurm in the pair (scripts/vm/slurm-up.sh: munged x2, slurmctld, slurmd x2),
+#              then `srun --mpi=pmix -N 2 --ntasks-per-node 4 wireup_a2a --bootstrap pmix`, bulk
+#              and on demand, each with Slurm's PMIx server-to-server direct connections on and
+#              off (SLURM_PMIX_DIRECT_CONN); every connection checked as in a2a
 # Prints "[twonode] ..." lines and a summary; exit 0 iff every case passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,7 +42,9 @@ CONF=$B/tests/twonode/twonode_conformance
 TRAFFIC=$B/tests/twonode/twonode_traffic
 A2A=$B/tools/wireup_a2a
 CASES=("$@")
-((${#CASES[@]})) || CASES=(conformance tos a2a restart partition loss)  # restart needs no particular QPN state (--align-qpns)
+# The Slurm case last: its daemons stay up in both guests once started. slurm_kill is run by
+# name only: Slurm 22.05 kills the whole step when a rank dies (notes/slurm.md), so it fails.
+((${#CASES[@]})) || CASES=(conformance tos a2a restart partition loss slurm)  # restart needs no particular QPN state (--align-qpns)
 LOSS_RUNS=${TWONODE_LOSS_RUNS:-3}
 LOG=$D/logs
 mkdir -p "$LOG"
@@ -87,6 +97,65 @@ case_a2a() {
     done
   done
   ((fails == 0))
+}
+
+case_slurm() {
+  "$REPO/scripts/vm/slurm-up.sh" 2>&1 | sed 's/^/[twonode]   /'
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "[twonode] FAILED: slurm: Slurm did not come up in the pair (line above)"; return 1; }
+  # shellcheck disable=SC1091  # written by slurm-up.sh
+  . "$D/slurm/env"
+  local dc mode fails=0
+  for dc in true false; do
+    for mode in bulk on-demand; do
+      echo "[twonode] slurm: srun --mpi=pmix, 2 x 4 ranks, $mode, SLURM_PMIX_DIRECT_CONN=$dc"
+      SLURM_PMIX_DIRECT_CONN=$dc "$REPO/tests/mpi/a2a-check.sh" --a2a "$A2A" --np 8 --lanes 1 --srun 2 \
+        --bootstrap pmix --mode "$mode" --timeout 150 2>&1 |
+        grep -E '^a2a-check|^\{|summary|conn|wireup_a2a|srun|^problem|slurmstepd' | sed 's/^/[twonode]   /'
+      [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+    done
+  done
+  ((fails == 0))
+}
+
+# A rank killed under srun (--kill-on-bad-exit=0: the step goes on without it): rank 7 (node 2)
+# _exit()s at its first progress after start; what each survivor sees and when. Node 2's clock
+# offset from node 1's is measured first (clock_offset), since node 1's survivors' notices
+# are compared with the victim's exit time on node 2's clock.
+# Node 2's clock minus node 1's, through files in the pair directory (the 9p share, a few ms
+# each way; an ssh round trip took seconds on a busy host): five pings, the one with the
+# shortest round trip kept. Prints it; leaves it in CLOCK2 (s).
+clock_offset() {
+  local i t1 t2 best=
+  on2 "for i in 1 2 3 4 5; do until [ -f $D/ping.\$i ]; do sleep 0.005; done; date +%s.%N >$D/pong.\$i.tmp; mv $D/pong.\$i.tmp $D/pong.\$i; done" &
+  local p2=$!
+  sleep 2  # the ssh session is up
+  for i in 1 2 3 4 5; do
+    t1=$(now); touch "$D/ping.$i"
+    until [ -f "$D/pong.$i" ]; do sleep 0.002; done
+    t2=$(now)
+    best=$(awk -v a="$t1" -v b="$t2" -v r="$(cat "$D/pong.$i")" -v best="$best" \
+      'BEGIN { rtt = b - a; split(best, x, " "); if (best == "" || rtt < x[2]) printf "%.4f %.4f", r - (a + b) / 2, rtt; else print best }')
+  done
+  wait "$p2"
+  CLOCK2=${best% *}
+  echo "[twonode] clock: node 2 minus node 1 = ${CLOCK2} s (shortest round trip ${best#* } s)"
+}
+
+case_slurm_kill() {
+  "$REPO/scripts/vm/slurm-up.sh" 2>&1 | sed 's/^/[twonode]   /'
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "[twonode] FAILED: slurm_kill: Slurm did not come up in the pair (line above)"; return 1; }
+  # shellcheck disable=SC1091  # written by slurm-up.sh
+  . "$D/slurm/env"
+  clock_offset
+  "$REPO/tests/mpi/a2a-check.sh" --a2a "$A2A" --np 8 --lanes 1 --srun 2 --bootstrap pmix --scenario kill \
+    --timeout 150 --node-clocks "0 $CLOCK2" >"$LOG/slurm_kill" 2>&1
+  local rc=$?
+  grep -E '^a2a-check|^\{|srun|slurmstepd' "$LOG/slurm_kill" | sed 's/^/[twonode]   /'
+  if ((rc != 0)) && grep -q 'Error handler invoked: status = -61' "$LOG/slurm_kill"; then
+    echo "[twonode] FAILED: slurm_kill: Slurm's PMIx plugin lost rank 7's PMIx connection (PMIX_ERR_LOST_CONNECTION," \
+         "-61) and killed the whole step (its errhandler calls slurm_kill_job_step), --kill-on-bad-exit=0 notwithstanding"
+  fi
+  return $rc
 }
 
 case_restart() {
