@@ -66,5 +66,5 @@ awk -F'\t' -v win="$WINDOW" '
     }
   }' "$OUT/results.tsv"
 echo
-echo "what each time covers (README, 'Real stack', says it step by step):"
+echo "what each time covers (docs/results.md, 'Real stack', says it step by step):"
 cut -f1,2,4,5 "$OUT/results.tsv" | tail -n +2 | sed 's/^/  /'

@@ -10,7 +10,7 @@
 // Determinism: a run is a function of the seed, the config and the sequence of API calls.
 // Events at the same virtual instant run in the order they were scheduled.
 //
-// Where sim differs from the real stack on purpose (README.md has the full list):
+// Where sim differs from the real stack on purpose (docs/testing.md, "What is proven where", has the full list):
 //  - Nothing blocks. rdma_migrate_id while a retrieved event of the id is un-acked returns
 //    ErrorCode::invalid_state ("would block until ..."); destroying an id with un-acked events
 //    logs an error and counts stats().destroyed_with_unacked (the real call would hang);

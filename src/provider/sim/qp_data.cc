@@ -10,7 +10,7 @@
 //    queue, as the hardware does;
 //  - a responder that gets more than its max_dest_rd_atomic in flight NAKs the one too many
 //    with "invalid request" (mlx5; the device spec's enforces_rd_atomic_depth). rxe does not
-//    count them (the sim's rxe profile does not either): see README.md.
+//    count them (the sim's rxe profile does not either): see docs/testing.md.
 //
 // Responder errors follow IBA's responder classes as mlx5 reports them: a request the QP is
 // not enabled for (its access flags), one too many in flight, or a misaligned atomic is an
