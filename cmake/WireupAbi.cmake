@@ -9,3 +9,12 @@ set_target_properties(wireup_abi_so PROPERTIES LINKER_LANGUAGE CXX OUTPUT_NAME w
 target_link_options(wireup_abi_so PRIVATE -Wl,--version-script=${PROJECT_SOURCE_DIR}/abi/libwireup.map)
 target_link_libraries(wireup_abi_so PRIVATE PkgConfig::IBVERBS PkgConfig::RDMACM PkgConfig::HWLOC
   PkgConfig::TOMLPP PkgConfig::SODIUM Threads::Threads)
+# libabigail reads the ABI from the objects' DWARF types, so the shipped layers keep full debug
+# info even in a build that keeps only line tables for the rest (scripts/test.sh does, to
+# halve the compile of the tests and tools).
+foreach(l IN LISTS WIREUP_SHIPPED_LAYERS)
+  get_target_property(type ${l} TYPE)
+  if(NOT type STREQUAL "INTERFACE_LIBRARY")
+    target_compile_options(${l} PRIVATE $<$<CONFIG:RelWithDebInfo,Debug>:-g>)
+  endif()
+endforeach()
