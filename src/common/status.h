@@ -61,9 +61,8 @@ struct Error {
 ErrorCode code_from_errno(int err);
 
 // An ok Status is one null pointer: ok is what nearly every call returns (each QP transition,
-// each CM call, each check), and an inline Error (three strings) cost ~20 instructions to
-// build and tear down every time. A failure pays one allocation, on a path that already
-// formats a message.
+// each CM call, each check), and an inline Error (three strings) would be built and torn down
+// every time. A failure pays one allocation, on a path that already formats a message.
 class [[nodiscard]] Status {
  public:
   Status() = default;
@@ -78,7 +77,7 @@ class [[nodiscard]] Status {
   static Status ok() { return Status(); }
   bool is_ok() const { return error_ == nullptr; }
   explicit operator bool() const { return is_ok(); }
-  // On an ok Status: a default Error (code system_error, nothing else), as before.
+  // On an ok Status: a default Error (code system_error, nothing else), never a dangling one.
   const Error& error() const { return error_ ? *error_ : no_error(); }
   ErrorCode code() const { return error_ ? error_->code : ErrorCode::ok; }
   std::string message() const { return error_ ? error_->message() : std::string("ok"); }

@@ -8,8 +8,8 @@
 // handshake, and SipHash is a PRF made for exactly that (libsodium lists integrity checking in
 // interactive protocols among its uses; the kernel keys TCP SYN cookies with it for the same
 // reason: a handshake under a flood). Keyed BLAKE2b compresses two 128-byte blocks (key, then
-// message) for every tag, ~1,850 instructions; SipHash of 32 bytes is a few hundred. Four MACs
-// per connection made them the engine's largest single cost (docs/results.md, instruction counts).
+// message) for every tag, several times SipHash's work over 32 bytes, and four MACs per
+// connection made them the engine's largest single cost (measured: docs/results.md).
 //
 // The key is only as strong as the job key it comes from (64 bits, well under the 128 of
 // SipHash's key): enough that nothing on the fabric can guess it per message, not a defence
