@@ -136,6 +136,9 @@ unit_targets() {
     }' | sort -u
 }
 mapfile -t targets < <(unit_targets)
+# Tests that run a script rather than an executable need their targets named: the installed
+# consumer checks the man pages (wireup_man).
+targets+=(wireup_man)
 echo "sanitize.sh: building ${targets[*]}"
 cmake --build "$B" -j "$JOBS" --target "${targets[@]}"
 t1=$(date +%s)
@@ -149,6 +152,8 @@ if [ -n "$missing" ]; then
 fi
 
 rc=0
-LD_PRELOAD=$preload ctest --test-dir "$B" --output-on-failure -L unit "$@" || rc=$?
+# abi.check reads the ABI from the main build's objects; an instrumented build has nothing to
+# add to it (and its shared library is not built here).
+LD_PRELOAD=$preload ctest --test-dir "$B" --output-on-failure -L unit -E '^abi\.check$' "$@" || rc=$?
 echo "sanitize.sh: tests took $(($(date +%s) - t1)) s (ASAN_OPTIONS=$ASAN_OPTIONS)"
 exit $rc
