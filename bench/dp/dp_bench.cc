@@ -2,13 +2,15 @@
 // between two ranks, measured as perftest measures them (dp_bench.h).
 //
 //   mpirun -np 2 dp_bench [--test all|write_bw|write_lat|read_lat] [--sizes 64,1024,65536]
+//   dp_bench --oob-listen PORT ... & dp_bench --oob-connect HOST:PORT ...   (no launcher)
 //          [--bw-iters 5000] [--lat-iters 1000] [--lat-size 2] [--tx-depth 128] [--cq-mod 100]
 //          [--lat-inline 220]
 //          [--client initiator|0|1] [--idle spin|sleep] [--config FILE] [--set section.key=value]...
 //
 // One line per result on the client rank's stdout, "dp_bench <test> key=value ...", and one
 // "dp_bench qp ..." line per rank with what ibv_query_qp says of its QP. MPI carries only the
-// addresses, the rkeys and the barriers (never the device: shared memory).
+// addresses, the rkeys and the barriers (never the device: shared memory); with --oob-listen /
+// --oob-connect one TCP connection does (tcp_oob.h), and MPI is never initialised.
 #include <mpi.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include <stdexcept>
 
 #include "dp_bench.h"
+#include "tcp_oob.h"
 
 namespace {
 
@@ -36,6 +39,8 @@ struct Options {
   dp::Settings s;
   std::string config;
   std::vector<std::string> sets;
+  int oob_listen = -1;      // --oob-listen PORT: rank 0 of a launcher-less pair
+  std::string oob_connect;  // --oob-connect HOST:PORT: rank 1
 };
 
 uint64_t number(const char* opt, const char* v) {
@@ -72,6 +77,8 @@ Options parse(int argc, char** argv) {
       if (std::string(v) != "spin" && std::string(v) != "sleep") throw std::invalid_argument("--idle: spin or sleep");
       o.idle_sleep = std::string(v) == "sleep";
     }
+    else if (a == "--oob-listen") o.oob_listen = int(number("--oob-listen", v));
+    else if (a == "--oob-connect") o.oob_connect = v;
     else if (a == "--config") o.config = v;
     else if (a == "--set") o.sets.push_back(v);
     else throw std::invalid_argument("unknown option " + a);
@@ -131,11 +138,15 @@ void print_lat(const char* test, const dp::LatResult& r) {
   std::fflush(stdout);
 }
 
-int run(const Options& o, int rank) {
-  MpiOob oob(o.idle_sleep);
+int run(const Options& o, int rank, dp::Oob& oob) {
+  // Rank 0 draws the job key; both take rank 0's.
   uint64_t key = 0;
   if (rank == 0) key = std::random_device{}() | (uint64_t(std::random_device{}()) << 32) | 1;
-  MPI_Bcast(&key, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  std::vector<uint8_t> mine(sizeof key), theirs;
+  std::memcpy(mine.data(), &key, sizeof key);
+  theirs = oob.swap(mine);
+  if (theirs.size() != sizeof key) throw std::runtime_error("key exchange: " + std::to_string(theirs.size()) + " bytes");
+  if (rank == 1) std::memcpy(&key, theirs.data(), sizeof key);
   dp::Link l;
   dp::connect(l, oob, rank, key, o.config, o.sets, std::max(o.s.tx_depth, 1u), o.s.lat_inline);
   // perftest's client is the rdma_cm active side and measures; so is ours unless told.
@@ -175,7 +186,31 @@ int run(const Options& o, int rank) {
 
 }  // namespace
 
+// Without a launcher: rank 0 listens, rank 1 connects.
+int run_without_launcher(int argc, char** argv) {
+  int rank = -1;
+  try {
+    const Options o = parse(argc, argv);
+    if ((o.oob_listen >= 0) == !o.oob_connect.empty())
+      throw std::invalid_argument("give one of --oob-listen PORT (rank 0) and --oob-connect HOST:PORT (rank 1)");
+    rank = o.oob_listen >= 0 ? 0 : 1;
+    dp::TcpOob oob = rank == 0 ? dp::TcpOob::listen_on(o.oob_listen, o.idle_sleep)
+                               : dp::TcpOob::connect_to(o.oob_connect, o.idle_sleep);
+    return run(o, rank, oob);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dp_bench: rank %d: FAILED: %s\n", rank, e.what());
+    return 1;
+  }
+}
+
+bool launcher_less(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--oob-listen") == 0 || std::strcmp(argv[i], "--oob-connect") == 0) return true;
+  return false;
+}
+
 int main(int argc, char** argv) {
+  if (launcher_less(argc, argv)) return run_without_launcher(argc, argv);
   // MPI stays off the device under test (shared memory and loopback TCP carry the few messages).
   setenv("OMPI_MCA_pml", "ob1", 0);
   setenv("OMPI_MCA_btl", "self,vader,tcp", 0);
@@ -187,7 +222,9 @@ int main(int argc, char** argv) {
   int status = 0;
   try {
     if (n != 2) throw std::invalid_argument("runs with exactly 2 ranks (mpirun -np 2)");
-    status = run(parse(argc, argv), rank);
+    const Options o = parse(argc, argv);
+    MpiOob oob(o.idle_sleep);
+    status = run(o, rank, oob);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dp_bench: rank %d: FAILED: %s\n", rank, e.what());
     std::fflush(nullptr);

@@ -5,10 +5,10 @@
 #   dp-vs-perftest.sh --dp-bench BIN [--rounds N] [--sizes 64,1024,4096,65536]
 #                     [--bw-iters N] [--lat-iters N] [--config FILE] [--gross X] [--dev rxe0]
 #                     [--addr 10.0.0.1] [--ack-timeout 17] [--idle spin|sleep]
-#                     [--spy LIB] [--bind-to core|none]
+#                     [--spy LIB] [--bind-to core|none] [--launcher none|mpirun]
 #
 # Each round runs perftest (ib_write_bw -R per size, ib_write_lat -R, ib_read_lat -R: server
-# and client in this guest over --addr) and then dp_bench (two ranks under mpirun), so that
+# and client in this guest over --addr) and then dp_bench (two ranks, see --launcher), so that
 # whatever else takes the host's CPUs meanwhile falls on both alike. Both run perftest's wire
 # settings: the same sizes and iterations, TX depth 128 and CQ moderation 100 for write_bw,
 # inline up to 220 B for write_lat, the path MTU the CM gives (printed for both), one READ in
@@ -21,8 +21,11 @@
 # printed, never fatal (the TCG VM shares two host cores with everything else).
 # --spy LIB (build/bench/libqp_attr_spy.so) is preloaded into perftest: each of its QPs prints
 # what ibv_query_qp says of it at RTS, shown in round 1 beside dp_bench's own "dp_bench qp".
-# --bind-to goes to mpirun: "none" by default, as perftest runs (Open MPI would pin 2 ranks to
-# cores, and a pinned rank cannot move off a vCPU the host has descheduled).
+# --launcher none (the default) starts dp_bench's two ranks as two bare processes joined by one
+# TCP connection (dp_bench --oob-listen / --oob-connect), as perftest's server and client run:
+# no launcher daemon or MPI progress thread shares the guest's two vCPUs with the measured
+# loops. --launcher mpirun runs them under mpirun; --bind-to goes to it: "none" by default, as
+# perftest runs (a pinned rank cannot move off a vCPU the host has descheduled).
 set -euo pipefail
 
 # perftest -R leaves the ACK timeout to the CM (it sets only the TOS: perftest_communication.c).
@@ -31,7 +34,7 @@ set -euo pipefail
 # value perftest's first QP reports, unless --ack-timeout says otherwise; dp_bench's QPs get the
 # same (qp.timeout), printed per rank.
 ACK_TIMEOUT=19 ACK_TIMEOUT_GIVEN=0
-SPY="" BIND=none
+SPY="" BIND=none LAUNCHER=none
 IDLE=spin  # dp_bench --idle: its waiting rank spins as perftest's does, or sleeps
 DP="" ROUNDS=4 SIZES=64,1024,4096,65536 BW_ITERS=5000 LAT_ITERS=1000 CONFIG="" GROSS=3 DEV=rxe0 ADDR=10.0.0.1
 while (($#)); do
@@ -49,6 +52,7 @@ while (($#)); do
     --idle) IDLE=$2; shift 2 ;;
     --spy) SPY=$2; shift 2 ;;
     --bind-to) BIND=$2; shift 2 ;;
+    --launcher) LAUNCHER=$2; shift 2 ;;
     *) echo "dp-vs-perftest: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -57,6 +61,7 @@ for t in ib_write_bw ib_write_lat ib_read_lat mpirun awk timeout; do
   command -v $t >/dev/null || { echo "dp-vs-perftest: '$t' not found (Debian: perftest, openmpi-bin)" >&2; exit 2; }
 done
 [ -z "$SPY" ] || [ -r "$SPY" ] || { echo "dp-vs-perftest: --spy '$SPY' is not a readable library" >&2; exit 2; }
+[[ $LAUNCHER == mpirun || $LAUNCHER == none ]] || { echo "dp-vs-perftest: --launcher wants mpirun or none, not '$LAUNCHER'" >&2; exit 2; }
 [[ $BIND == core || $BIND == none ]] || { echo "dp-vs-perftest: --bind-to wants core or none, not '$BIND'" >&2; exit 2; }
 [[ $GROSS == off || $GROSS =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "dp-vs-perftest: --gross wants a factor or off, not '$GROSS'" >&2; exit 2; }
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "dp-vs-perftest: --rounds wants a positive number" >&2; exit 2; }
@@ -170,11 +175,22 @@ run_wireup() {
   local cfg=()
   [ -z "$CONFIG" ] || cfg=(--config "$CONFIG")
   counters_before
+  local args=("${cfg[@]}" --set log.level=warn --set qp.timeout="$ACK_TIMEOUT" --sizes "$SIZES" --bw-iters "$BW_ITERS"
+              --lat-iters "$LAT_ITERS" --lat-size "$LAT_SIZE" --lat-inline "${LAT_INLINE:-220}" --idle "$IDLE")
   # What it printed before a failure counts; the failure is reported (and fails the run).
-  if ! timeout 600 mpirun --oversubscribe --bind-to "$BIND" -np 2 --mca pml ob1 --mca btl self,vader "$DP" "${cfg[@]}" \
-      --set log.level=warn --set qp.timeout="$ACK_TIMEOUT" --sizes "$SIZES" --bw-iters "$BW_ITERS" --lat-iters "$LAT_ITERS" --lat-size "$LAT_SIZE" \
-      --lat-inline "${LAT_INLINE:-220}" --idle "$IDLE" \
-      >"$f" 2>&1; then
+  local ok=1
+  if [[ $LAUNCHER == mpirun ]]; then
+    timeout 600 mpirun --oversubscribe --bind-to "$BIND" -np 2 --mca pml ob1 --mca btl self,vader "$DP" "${args[@]}" \
+      >"$f" 2>&1 || ok=0
+  else
+    # Two bare processes, as perftest's server and client run.
+    timeout 600 "$DP" --oob-listen 18600 "${args[@]}" >"$f.0" 2>&1 &
+    local server=$!
+    timeout 600 "$DP" --oob-connect 127.0.0.1:18600 "${args[@]}" >"$f.1" 2>&1 || ok=0
+    wait "$server" || ok=0
+    cat "$f.0" "$f.1" >"$f"
+  fi
+  if ((!ok)); then
     echo "dp-vs-perftest: FAILED: dp_bench (round $r): $(grep -m1 'dp_bench: rank .*FAILED' "$f" || tail -n 5 "$f")"
     fails=$((fails + 1))
   fi
@@ -194,6 +210,9 @@ for ((r = 1; r <= ROUNDS; ++r)); do
   run_wireup "$r"
   echo "dp-vs-perftest: round $r: perftest $((t1 - t0)) s, wireup $(($(date +%s) - t1)) s"
 done
+
+# Every number, in round order, for a comparison by distribution (bench/scripts/dp-compare.py).
+sed 's/^/raw /' "$RESULTS"
 
 METRICS=()
 for z in "${SIZE_LIST[@]}"; do METRICS+=("write_bw_MiBps.$z"); done
