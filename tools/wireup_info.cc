@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "host/local_rank.h"
+#include "topo/rails.h"
 #include "wireup_info.h"
 
 namespace {
@@ -30,6 +31,8 @@ constexpr const char* kUsage =
     "  --local-rank N       the process's rank on its node (default: device.local_rank, then\n"
     "                       OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID,\n"
     "                       PMIX_LOCAL_RANK; one that is set but not a number is an error)\n"
+    "  --rails N|all        also show the rail set of N devices, or of every equally near one\n"
+    "                       (default: device.rails; shown whenever it is not 1)\n"
     "  --sysfs DIR          per device and port of the sysfs tree DIR (/sys, or a layout captured\n"
     "                       on another machine), the netdev it maps to, why, and the address\n"
     "                       wireup would listen on (from DIR/ifaddrs if present, else this host's)\n"
@@ -77,7 +80,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     const bool takes_value = arg == "--topology" || arg == "--cpus" || arg == "--gpu" || arg == "--devices" ||
-                             arg == "--local-rank" || arg == "--check" || arg == "--sysfs";
+                             arg == "--local-rank" || arg == "--check" || arg == "--sysfs" || arg == "--rails";
     if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
       value = arg.substr(eq + 1), arg = arg.substr(0, eq);
     } else if (takes_value) {
@@ -93,7 +96,14 @@ int main(int argc, char** argv) {
     else if (arg == "--cpus") choice.cpus = value;
     else if (arg == "--gpu") choice.gpu = value;
     else if (arg == "--devices") choice.devices = split_commas(value);
-    else if (arg == "--local-rank") {
+    else if (arg == "--rails") {
+      int n = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (value == "all") choice.rails = topo::RailCount::kAllEquallyNear;
+      else if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 16)
+        return usage_error("--rails " + value + ": expected a number of devices from 1 to 16, or all");
+      else choice.rails = n;
+    } else if (arg == "--local-rank") {
       Result<int> n = host::parse_local_rank("--local-rank", value);
       if (!n) return usage_error(n.error().message());
       choice.local_rank = *n;

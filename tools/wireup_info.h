@@ -17,6 +17,7 @@ struct ChoiceOptions {
   std::string gpu;                   // --gpu ID
   std::vector<std::string> devices;  // --devices; empty = what the machine (or XML) has
   std::optional<int> local_rank;     // --local-rank
+  std::optional<int> rails;          // --rails N|all (topo::RailCount's value); default device.rails
 };
 
 // The RDMA devices of this machine through the rdma provider: ports, state, vendor, ECE.

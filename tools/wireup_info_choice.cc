@@ -5,6 +5,7 @@
 
 #include "host/local_rank.h"
 
+#include "topo/rails.h"
 #include "topo/topology.h"
 #include "wireup_info.h"
 
@@ -34,6 +35,20 @@ void print_placement(const char* what, const std::string& name, const topo::Plac
   if (p.placed) std::printf(", package %d, %s", p.package, topo::numa_text(p).c_str());
   for (const topo::PciBridge& b : p.bridges) std::printf(", bridge %s", b.busid.c_str());
   std::printf("\n");
+}
+
+void print_rails(const topo::RankInput& in, int count, const char* from) {
+  const topo::RailCount want{count};
+  std::printf("rails:      %s (%s)\n", want.all_equally_near() ? "all equally near" : std::to_string(count).c_str(),
+              from);
+  Result<topo::RailSet> set = topo::choose_rails(in, want);
+  if (!set) return (void)std::printf("  none:     %s\n", set.error().message().c_str());
+  for (size_t i = 0; i < set->rails.size(); ++i) {
+    const topo::Rail& r = set->rails[i];
+    std::printf("  rail %zu:   %-10s %-16s card %s\n            %s\n", i, r.device.c_str(), to_string(r.nearness),
+                r.card.c_str(), r.why.c_str());
+  }
+  for (const std::string& n : set->notices) std::printf("  notice:   %s\n", n.c_str());
 }
 
 }  // namespace
@@ -95,6 +110,8 @@ int explain_choice(const ChoiceOptions& opts, const config::Settings& s) {
   for (const topo::Skipped& k : r->skipped)
     std::printf("skipped:    %-10s %-14s %s\n", k.device.c_str(), to_string(k.reason), k.why.c_str());
   for (const std::string& n : r->notices) std::printf("notice:     %s\n", n.c_str());
+  const int rails = opts.rails.value_or(s.device.rails);
+  if (rails != 1) print_rails(in, rails, opts.rails ? "--rails" : "device.rails");
   return 0;
 }
 

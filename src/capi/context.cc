@@ -72,6 +72,13 @@ Status build(const wireup_context_params_t& p, wireup_context& ctx) {
   Result<host::LocalRank> lr = load_config(p, ctx);
   if (!lr) return lr.error();
   const config::Settings& s = ctx.config.settings();
+  // Several rails are chosen (wireup_info --rails) but not yet connected over: say so rather
+  // than quietly use one.
+  if (const topo::RailCount want = host::rail_count(s); want.value != 1)
+    return Error::make(ErrorCode::config_error, "wireup_context_create",
+                       "device.rails = " + (want.all_equally_near() ? std::string("\"all\"") : std::to_string(want.value)) +
+                           ": connections use one device per process in this version (1 is the only "
+                           "value taken); `wireup_info --rails` shows the set such a value would choose");
 
   auto prov = prov::rdma::RdmaProvider::create();
   if (!prov) return prov.error();

@@ -20,6 +20,11 @@ constexpr EnumChoice kEngineMode[] = {{"bulk", static_cast<int64_t>(EngineMode::
                                       {"on_demand", static_cast<int64_t>(EngineMode::on_demand)}};
 constexpr EnumChoice kAsyncEvents[] = {{"library", static_cast<int64_t>(AsyncEvents::library)},
                                        {"transport", static_cast<int64_t>(AsyncEvents::transport)}};
+// A number of rails, or every equally near device (topo/rails.h). Up to 16: the most RDMA
+// devices a node of this kind carries is 8 to 10 (one or two per GPU).
+constexpr EnumChoice kRails[] = {{"all", 0}, {"1", 1},   {"2", 2},   {"3", 3},   {"4", 4},   {"5", 5},
+                                 {"6", 6},   {"7", 7},   {"8", 8},   {"9", 9},   {"10", 10}, {"11", 11},
+                                 {"12", 12}, {"13", 13}, {"14", 14}, {"15", 15}, {"16", 16}};
 constexpr EnumChoice kLogLevel[] = {{"error", static_cast<int64_t>(log::Level::error)},
                                     {"warn", static_cast<int64_t>(log::Level::warn)},
                                     {"info", static_cast<int64_t>(log::Level::info)},
@@ -65,6 +70,13 @@ const Param kParams[] = {
              "wireup_context_async_event. Choose transport when the transport has an async "
              "handler (UCX, Open MPI): with library both would race for the events.",
      .choices = kAsyncEvents, .store = WIREUP_STORE(device, async_events)},
+    {.section = "device", .key = "rails", .type = T::enumeration, .default_toml = "1",
+     .help = "How many RDMA devices (rails) a process uses: a number, or \"all\" for every device "
+             "as near as the nearest. Ranked like the single device, one port per card before "
+             "a card's second port, spread over the node's processes by local rank; "
+             "`wireup_info --rails` prints the set and why. Connections use rail 1 only for "
+             "now: a value other than 1 is refused when a context is created.",
+     .choices = kRails, .store = WIREUP_STORE(device, rails)},
     // [cm]
     {.section = "cm", .key = "port", .type = T::integer, .default_toml = "0",
      .help = "TCP-space port to listen on; 0 = ephemeral (the address is published out of band).",

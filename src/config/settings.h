@@ -31,6 +31,7 @@ struct DeviceSettings {
   int port = 1;                      // port number on the chosen device
   int local_rank = -1;               // -1: taken from the launcher's environment elsewhere
   AsyncEvents async_events = AsyncEvents::library;
+  int rails = 1;                     // devices per process; 0 = every equally near one (topo/rails.h)
   bool operator==(const DeviceSettings&) const = default;
 };
 

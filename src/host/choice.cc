@@ -20,6 +20,8 @@ topo::RankInput rank_input(const config::Settings& s, const LocalRank& local_ran
   return in;
 }
 
+topo::RailCount rail_count(const config::Settings& s) { return topo::RailCount{s.device.rails}; }
+
 Result<DeviceChoice> choose_device(prov::Provider& p, const config::Settings& s, const LocalRank& local_rank) {
   Result<std::vector<prov::Device*>> devs = p.devices();
   if (!devs) return devs.error();

@@ -9,6 +9,7 @@
 #include "config/settings.h"
 #include "host/local_rank.h"
 #include "provider/provider.h"
+#include "topo/rails.h"
 #include "topo/rank.h"
 
 namespace wireup::host {
@@ -25,5 +26,8 @@ Result<DeviceChoice> choose_device(prov::Provider& p, const config::Settings& s,
 // What the ranking gets from the configuration and the provider's devices (no locality yet).
 topo::RankInput rank_input(const config::Settings& s, const LocalRank& local_rank,
                            std::span<prov::Device* const> devices);
+
+// device.rails as the rail set takes it.
+topo::RailCount rail_count(const config::Settings& s);
 
 }  // namespace wireup::host

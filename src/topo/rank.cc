@@ -99,7 +99,7 @@ struct Scored {
 
 }  // namespace
 
-Result<Ranking> rank_devices(const RankInput& in) {
+Result<Ranking> order_devices(const RankInput& in) {
   Ranking r;
   for (const std::string& name : in.include)
     if (std::none_of(in.devices.begin(), in.devices.end(), [&](const Candidate& c) { return c.name == name; }))
@@ -121,11 +121,12 @@ Result<Ranking> rank_devices(const RankInput& in) {
         r.notices.push_back(c.name + ": state of " + port + " unknown; ranked as if ACTIVE");
       if (!c.where.placed)
         r.notices.push_back(c.name + ": " + c.where.unplaced_why + "; counted as equally near every CPU");
+      const std::string busid = !c.pci_busid.empty() ? c.pci_busid : c.where.pci_busid;
       Judged cpu = to_binding(c.name, c.where, in.binding);
-      Scored s{{c.name, cpu.nearness, cpu.why}, level(cpu.nearness), 0};
+      Scored s{{c.name, cpu.nearness, cpu.why, 0, busid}, level(cpu.nearness), 0};
       if (in.gpu) {
         Judged g = to_gpu(c.name, c.where, *in.gpu);
-        s = {{c.name, g.nearness, g.why + " (to the CPUs: " + to_string(cpu.nearness) + ")"},
+        s = {{c.name, g.nearness, g.why + " (to the CPUs: " + to_string(cpu.nearness) + ")", 0, busid},
              level(g.nearness), level(cpu.nearness)};
       }
       scored.push_back(std::move(s));
@@ -142,21 +143,34 @@ Result<Ranking> rank_devices(const RankInput& in) {
   std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
     return std::tie(a.primary, a.secondary) < std::tie(b.primary, b.secondary);
   });
-  const auto group_end = std::find_if(scored.begin(), scored.end(), [&](const Scored& s) {
-    return std::tie(s.primary, s.secondary) != std::tie(scored[0].primary, scored[0].secondary);
-  });
-  const size_t n = static_cast<size_t>(group_end - scored.begin());
+  int tier = 0;
+  for (size_t i = 0; i < scored.size(); ++i) {
+    if (i > 0 && std::tie(scored[i].primary, scored[i].secondary) !=
+                     std::tie(scored[i - 1].primary, scored[i - 1].secondary))
+      ++tier;
+    scored[i].choice.tier = tier;
+    r.order.push_back(std::move(scored[i].choice));
+  }
+  return r;
+}
+
+Result<Ranking> rank_devices(const RankInput& in) {
+  Result<Ranking> ordered = order_devices(in);
+  if (!ordered) return ordered;
+  Ranking& r = *ordered;
+  const auto group_end =
+      std::find_if(r.order.begin(), r.order.end(), [](const Choice& c) { return c.tier != 0; });
+  const size_t n = static_cast<size_t>(group_end - r.order.begin());
   if (n > 1 && in.local_rank >= 0) {
     const size_t pick = static_cast<size_t>(in.local_rank) % n;
-    std::rotate(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(pick), group_end);
-    scored[0].choice.why += "; one of " + std::to_string(n) + " equally near devices, local rank " +
-                            std::to_string(in.local_rank) + " takes number " + std::to_string(pick);
+    std::rotate(r.order.begin(), r.order.begin() + static_cast<std::ptrdiff_t>(pick), group_end);
+    r.order[0].why += "; one of " + std::to_string(n) + " equally near devices, local rank " +
+                      std::to_string(in.local_rank) + " takes number " + std::to_string(pick);
   } else if (n > 1) {
     r.notices.push_back("local rank unknown: the " + std::to_string(n) +
                         " equally near devices are not spread over the node's processes");
   }
-  for (Scored& s : scored) r.order.push_back(std::move(s.choice));
-  return r;
+  return ordered;
 }
 
 }  // namespace wireup::topo

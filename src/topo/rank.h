@@ -63,6 +63,8 @@ struct Choice {
   std::string device;
   Nearness nearness = Nearness::machine;
   std::string why;  // one sentence, e.g. "mlx5_0 and GPU cuda0 share PCI bridge 0000:80:03.0"
+  int tier = 0;     // 0 = the best group of equally near devices, 1 = the next, ...
+  std::string pci_busid;  // the candidate's, when known (rails.h tells HCAs apart by it)
 };
 
 enum class SkipReason : uint8_t { excluded, not_included, port_inactive };
@@ -82,5 +84,9 @@ struct Ranking {
 
 // The ordered choice, or no_device naming why every candidate was dropped.
 Result<Ranking> rank_devices(const RankInput& in);
+
+// The same filtering and order, without spreading: ties keep the caller's order, and no notice
+// about the local rank. For callers that spread the processes themselves (rails.h).
+Result<Ranking> order_devices(const RankInput& in);
 
 }  // namespace wireup::topo

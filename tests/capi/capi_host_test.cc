@@ -72,6 +72,14 @@ TEST(CapiHost, ConfigErrorsComeBeforeTheDeviceAndAreAllListed) {
   EXPECT_NE(last().find("nosuchkey"), std::string::npos) << last();
 }
 
+TEST(CapiHost, SeveralRailsAreRefusedNotIgnored) {
+  for (const char* v : {"device.rails=2", "device.rails=all"}) {
+    EXPECT_EQ(create_with({v}), WIREUP_ERR_CONFIG) << v;
+    EXPECT_NE(last().find("device.rails = "), std::string::npos) << last();
+    EXPECT_NE(last().find("wireup_info --rails"), std::string::npos) << last();
+  }
+}
+
 TEST(CapiHost, NamedConfigFileMustExist) {
   EXPECT_EQ(create_with({}, "/nonexistent/wireup.toml"), WIREUP_ERR_CONFIG);
   EXPECT_NE(last().find("/nonexistent/wireup.toml"), std::string::npos) << last();

@@ -16,6 +16,7 @@
 #include "config/params.h"
 #include "provider/types.h"
 #include "wireup/address.h"
+#include "wireup/rail_address.h"
 #include "fuzz_check.h"
 #include "wireup/wire.h"
 
@@ -104,6 +105,12 @@ int address_seeds(const fs::path& out) {
   d.add("v6_as_v4_length", Bytes{1, 6, 0x1d, 0x2f, 10, 0, 0, 1});
   d.add("version2", Bytes{2, 4, 0x1d, 0x2f, 10, 0, 0, 1});
   d.add("family5", Bytes{1, 5, 0x1d, 0x2f, 10, 0, 0, 1});
+  // Format 2 (several rails, rail_address.h).
+  const std::vector<wireup::RailAddress> rails = {{SockAddr::parse("10.0.1.1:7471").value(), 24},
+                                                  {SockAddr::parse("[fd00::2]:9000").value(), 64}};
+  d.add("rails_ok", wireup::encode_rails(rails));
+  d.add("rails_count1", Bytes{2, 1, 4, 24, 0x1d, 0x2f, 10, 0, 0, 1});
+  d.add("rails_prefix40", Bytes{2, 2, 4, 40, 0x1d, 0x2f, 10, 0, 0, 1, 4, 24, 0x1d, 0x2f, 10, 0, 0, 2});
   return d.count();
 }
 

@@ -44,7 +44,7 @@ std::string fingerprint(const config::Settings& s) {
     << c.max_inline_data << " | ";
   auto lr = host::resolve_local_rank(-1, "test", s.device.local_rank, [](const char*) { return nullptr; });
   const topo::RankInput in = rank_input(s, lr ? *lr : host::LocalRank{}, {});
-  f << in.port << ' ' << in.local_rank << ' ';
+  f << in.port << ' ' << in.local_rank << ' ' << host::rail_count(s).value << ' ';
   for (auto& x : in.include) f << '+' << x;
   for (auto& x : in.exclude) f << '-' << x;
   f << " | " << int(s.log.level);

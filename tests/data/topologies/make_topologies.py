@@ -12,6 +12,12 @@ behind PCIe switches. Checked by `lstopo-no-graphics --input FILE`.
   2pkg-odd-nics.xml   2 packages, 1 NUMA node each. mlx5_0 (dual-port, port 1 DOWN, port 2
                       ACTIVE) under package 0; mlx5_1 hanging off the machine root, as hwloc
                       puts a device whose NUMA node the kernel does not know.
+  2pkg-2x2port.xml    2 packages, 1 NUMA node each, two dual-port ConnectX-6 cards per package,
+                      each port its own PCI function and device as mlx5 presents them:
+                      mlx5_0/1 = 0000:21:00.0/.1 and mlx5_2/3 = 0000:22:00.0/.1 under package 0
+                      (mlx5_3's port DOWN), mlx5_4..7 the same under package 1 (0x81, 0x82).
+
+Run with file names to write only those (e.g. `./make_topologies.py 2pkg-2x2port.xml`).
 """
 import subprocess
 import xml.etree.ElementTree as ET
@@ -49,8 +55,8 @@ def gpu(parent, bus, n):
     obj(d, "OSDev", name="nvml%d" % n, subtype="NVML", osdev_type="1")
 
 
-def nic(parent, bus, n, port_states):
-    d = obj(parent, "PCIDev", pci_busid="0000:%02x:00.0" % bus,
+def nic(parent, bus, n, port_states, function=0):
+    d = obj(parent, "PCIDev", pci_busid="0000:%02x:00.%d" % (bus, function),
             pci_type="0207 [15b3:101b] [15b3:0007] 00 00", pci_link_speed="31.507692")
     info(d, "PCIVendor", "Mellanox Technologies")
     info(d, "PCIDevice", "MT28908 Family [ConnectX-6]")
@@ -108,6 +114,25 @@ def odd_nics():
     write(root, "2pkg-odd-nics.xml")
 
 
+def dual_port_cards():
+    root = synthetic("pack:2 [numa] core:8 pu:2")
+    machine = root.find("object")
+    packages = [p for p in machine.findall("object") if p.get("type") == "Package"]
+    n = 0
+    for pkg, base in zip(packages, [0x20, 0x80]):
+        hb = host_bridge(pkg, base, base + 2)
+        for slot in (1, 2):
+            port = bridge(hb, "0000:%02x:%02x.0" % (base, slot), base + slot, base + slot, 1, "8086:2030")
+            for function in (0, 1):
+                # mlx5_3 (package 0, second card, second function) has its link down.
+                nic(port, base + slot, n, [(1, 1 if n == 3 else 4)], function)
+                n += 1
+    write(root, "2pkg-2x2port.xml")
+
+
 if __name__ == "__main__":
-    four_nic_four_gpu()
-    odd_nics()
+    import sys
+    todo = {"2pkg-4nic-4gpu.xml": four_nic_four_gpu, "2pkg-odd-nics.xml": odd_nics,
+            "2pkg-2x2port.xml": dual_port_cards}
+    for name in sys.argv[1:] or todo:
+        todo[name]()

@@ -1,0 +1,147 @@
+// The multi-rail address (rail_address.h) and the rail pairing rule (rail_pairing.h).
+#include <gtest/gtest.h>
+
+#include "wireup/address.h"
+#include "wireup/rail_address.h"
+#include "wireup/rail_pairing.h"
+
+namespace wireup {
+namespace {
+
+RailAddress ra(const char* text, uint8_t prefix) { return {prov::SockAddr::parse(text).value(), prefix}; }
+LocalRail up(const char* text, uint8_t prefix) { return {ra(text, prefix), true}; }
+
+TEST(RailAddress, OneRailIsTheFormatOneAddress) {
+  const RailAddress one = ra("10.0.0.1:7471", 24);
+  const std::vector<uint8_t> b = encode_rails(std::span(&one, 1));
+  EXPECT_EQ(b, encode_address(one.addr));
+  EXPECT_EQ(b.size(), 8u);
+  Result<std::vector<RailAddress>> back = decode_rails(b);
+  ASSERT_TRUE(back) << back.error().message();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].addr, one.addr);
+  EXPECT_EQ((*back)[0].prefix_len, 0);  // format 1 carries no prefix
+}
+
+TEST(RailAddress, SeveralRailsRoundTripInFormatTwo) {
+  const std::vector<RailAddress> rails = {ra("10.0.1.1:7471", 24), ra("[fd00::2]:9000", 64), ra("10.0.2.1:7472", 16)};
+  const std::vector<uint8_t> b = encode_rails(rails);
+  ASSERT_EQ(b.size(), 2u + 8 + 20 + 8);
+  EXPECT_EQ(b[0], 2);
+  EXPECT_EQ(b[1], 3);
+  Result<std::vector<RailAddress>> back = decode_rails(b);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(*back, rails);
+}
+
+TEST(RailAddress, EncodeRefusesWhatItCannotSay) {
+  EXPECT_TRUE(encode_rails({}).empty());
+  const std::vector<RailAddress> too_many(kMaxRails + 1, ra("10.0.0.1:1", 24));
+  EXPECT_TRUE(encode_rails(too_many).empty());
+  const std::vector<RailAddress> long_prefix = {ra("10.0.0.1:1", 33), ra("10.0.0.2:1", 24)};
+  EXPECT_TRUE(encode_rails(long_prefix).empty());
+  const std::vector<RailAddress> max = std::vector<RailAddress>(kMaxRails, ra("[fd00::1]:1", 64));
+  EXPECT_EQ(encode_rails(max).size(), kRailAddressBytesMax);
+}
+
+TEST(RailAddress, DecodeNamesWhatIsWrongAndWhere) {
+  const std::vector<RailAddress> rails = {ra("10.0.1.1:7471", 24), ra("10.0.2.1:7471", 24)};
+  std::vector<uint8_t> b = encode_rails(rails);
+  auto detail = [](std::vector<uint8_t> bytes) {
+    Result<std::vector<RailAddress>> r = decode_rails(bytes);
+    EXPECT_FALSE(r);
+    return r ? std::string() : r.error().detail;
+  };
+  EXPECT_EQ(detail({}), "0 bytes, at least 4 needed");
+  EXPECT_EQ(detail({3, 2}), "format version 3, expected 1 or 2");
+  EXPECT_EQ(detail({2}), "format 2 with no rail count");
+  EXPECT_EQ(detail({2, 1}), "format 2 with 1 rails, expected 2 to 16");
+  std::vector<uint8_t> cut(b.begin(), b.end() - 1);
+  EXPECT_EQ(detail(cut), "rail 1: ends after 17 bytes");
+  std::vector<uint8_t> fam = b;
+  fam[2 + 8] = 5;
+  EXPECT_EQ(detail(fam), "rail 1: family 5, expected 4 or 6");
+  std::vector<uint8_t> pre = b;
+  pre[3] = 40;
+  EXPECT_EQ(detail(pre), "rail 0: prefix length 40 for an IPv4 address");
+  std::vector<uint8_t> port0 = b;
+  port0[4] = port0[5] = 0;
+  EXPECT_EQ(detail(port0), "rail 0: port 0: the peer published an address it does not listen on");
+  std::vector<uint8_t> extra = b;
+  extra.push_back(0);
+  EXPECT_EQ(detail(extra), "1 bytes after the last of 2 rails");
+}
+
+TEST(RailPairing, SameSubnetUsesBothPrefixes) {
+  EXPECT_TRUE(same_subnet(ra("10.0.1.1:1", 24), ra("10.0.1.200:1", 24)));
+  EXPECT_TRUE(same_subnet(ra("10.0.1.1:1", 24), ra("10.0.1.200:1", 0)));  // peer's prefix unknown
+  EXPECT_FALSE(same_subnet(ra("10.0.1.1:1", 24), ra("10.0.2.1:1", 24)));
+  EXPECT_FALSE(same_subnet(ra("10.0.1.1:1", 24), ra("10.0.1.2:1", 16)));  // the subnets disagree
+  EXPECT_FALSE(same_subnet(ra("10.0.1.1:1", 0), ra("10.0.1.2:1", 24)));   // ours unknown: no claim
+  EXPECT_TRUE(same_subnet(ra("10.0.1.1:1", 20), ra("10.0.14.1:1", 20)));  // 10.0.0.0/20
+  EXPECT_FALSE(same_subnet(ra("10.0.1.1:1", 20), ra("10.0.16.1:1", 20)));
+  EXPECT_TRUE(same_subnet(ra("[fd00:1::1]:1", 64), ra("[fd00:1::9]:1", 64)));
+  EXPECT_FALSE(same_subnet(ra("[fd00:1::1]:1", 64), ra("[fd00:2::1]:1", 64)));
+  EXPECT_FALSE(same_subnet(ra("10.0.1.1:1", 8), ra("[fd00:1::1]:1", 8)));
+}
+
+TEST(RailPairing, RailsPairBySubnetNotByPosition) {
+  // This node lists its rails as (subnet 1, subnet 2); the peer lists them the other way round.
+  const std::vector<LocalRail> mine = {up("10.0.1.1:7471", 24), up("10.0.2.1:7471", 24)};
+  const std::vector<RailAddress> theirs = {ra("10.0.2.2:7471", 24), ra("10.0.1.2:7471", 24)};
+  PeerPairing p = pair_by_subnet(mine, theirs);
+  EXPECT_EQ(p.basis, PairingBasis::same_subnet);
+  EXPECT_EQ(p.pairs, (std::vector<RailPair>{{0, 1}, {1, 0}}));
+  EXPECT_EQ(p.why, "same subnet: 10.0.1.1/24 -> 10.0.1.2/24, 10.0.2.1/24 -> 10.0.2.2/24");
+  // Lanes stripe, starting at the peer's rank.
+  EXPECT_EQ(lane_pair(p, 0, 0), (RailPair{0, 1}));
+  EXPECT_EQ(lane_pair(p, 1, 0), (RailPair{1, 0}));
+  EXPECT_EQ(lane_pair(p, 0, 1), (RailPair{1, 0}));
+  EXPECT_EQ(lane_pair(p, 3, 6), (RailPair{1, 0}));
+}
+
+TEST(RailPairing, OneFlatSubnetSpreadsOverDistinctRails) {
+  const std::vector<LocalRail> mine = {up("10.0.0.1:1", 16), up("10.0.0.2:1", 16)};
+  const std::vector<RailAddress> theirs = {ra("10.0.0.3:1", 16), ra("10.0.0.4:1", 16)};
+  PeerPairing p = pair_by_subnet(mine, theirs);
+  EXPECT_EQ(p.pairs, (std::vector<RailPair>{{0, 0}, {1, 1}}));
+}
+
+TEST(RailPairing, ARailThatReachesNothingCarriesNoLane) {
+  // Our rail 1 is in a subnet the peer has no rail in; the peer has one rail.
+  const std::vector<LocalRail> mine = {up("10.0.1.1:1", 24), up("10.0.9.1:1", 24)};
+  const std::vector<RailAddress> theirs = {ra("10.0.1.7:1", 24)};
+  PeerPairing p = pair_by_subnet(mine, theirs);
+  EXPECT_EQ(p.pairs, (std::vector<RailPair>{{0, 0}}));
+  for (uint32_t lane = 0; lane < 4; ++lane) EXPECT_EQ(lane_pair(p, lane, 5).local, 0u);
+}
+
+TEST(RailPairing, ADownRailMovesItsLanesToTheOthers) {
+  std::vector<LocalRail> mine = {up("10.0.1.1:1", 24), up("10.0.2.1:1", 24)};
+  const std::vector<RailAddress> theirs = {ra("10.0.1.2:1", 24), ra("10.0.2.2:1", 24)};
+  mine[0].up = false;
+  PeerPairing p = pair_by_subnet(mine, theirs);
+  EXPECT_EQ(p.pairs, (std::vector<RailPair>{{1, 1}}));
+  mine[1].up = false;
+  p = pair_by_subnet(mine, theirs);
+  EXPECT_EQ(p.basis, PairingBasis::unreachable);
+  EXPECT_EQ(p.why, "no rail here (10.0.1.1/24 (down), 10.0.2.1/24 (down)) shares a subnet with the peer's "
+                   "(10.0.1.2/24, 10.0.2.2/24)");
+}
+
+TEST(RailPairing, RoutedOnlyWhereTheRouteResolved) {
+  const std::vector<LocalRail> mine = {up("10.1.0.1:1", 24), up("10.2.0.1:1", 24)};
+  const std::vector<RailAddress> theirs = {ra("10.3.0.1:1", 24), ra("10.4.0.1:1", 24)};
+  ASSERT_EQ(pair_by_subnet(mine, theirs).basis, PairingBasis::unreachable);
+  // Only our rail 1 has a route, and only to their rail 0.
+  PeerPairing p = pair_by_route(mine, theirs, [](uint32_t l, uint32_t r) { return l == 1 && r == 0; });
+  EXPECT_EQ(p.basis, PairingBasis::routed);
+  EXPECT_EQ(p.pairs, (std::vector<RailPair>{{1, 0}}));
+  EXPECT_EQ(p.why, "no common subnet, routed: 10.2.0.1/24 -> 10.3.0.1/24");
+  p = pair_by_route(mine, theirs, [](uint32_t, uint32_t) { return false; });
+  EXPECT_EQ(p.basis, PairingBasis::unreachable);
+  EXPECT_NE(p.why.find("no common subnet and no route resolved"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace wireup
