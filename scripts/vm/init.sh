@@ -7,12 +7,16 @@
 #    and, if the host asked for it (a checkout under a path the guest covers with tmpfs), the
 #    source tree read-only (9p tag "src") at its host path,
 # 3. brings up lo and dummy0 (10.0.0.1/24) and the soft-RoCE device rxe0 on dummy0; or, as
-#    node N of a pair (scripts/vm/pair.sh), eth0 (the virtio link) = 10.0.1.N/24 and rxe0 on it,
+#    node N of a pair (scripts/vm/pair.sh), eth0 (the virtio link) = 10.0.1.N/24 and rxe0 on it;
+#    with wireup.rails=2 a second rail beside it (below),
 # 4. runs the command script command.sh left in SHARE/.wireup-vm/RUN/ inside the chroot,
 # 5. writes the exit status next to it and powers off (sysrq o).
 #
 # Kernel command line parameters: wireup.run=RUN (required), wireup.verbose=1, wireup.node=N
-# (1 or 2: one node of a pair).
+# (1 or 2: one node of a pair), wireup.rails=2 (a second rail: dummy1 = 10.0.2.1/24 with rxe1
+# in one guest; eth1 = 10.0.2.N/24 with rxe1 on a node of a pair), wireup.rail_names=swapped
+# (a node of a pair names its rails the other way round: rxe1 on eth0, rxe0 on eth1, so that
+# pairing by name would cross subnets).
 
 export PATH=/bin
 mount -t proc proc /proc
@@ -33,12 +37,16 @@ fail() {
 RUN=""
 VERBOSE=0
 NODE=
+RAILS=1
+RAIL_NAMES=straight
 # shellcheck disable=SC2013  # the command line is one line of words
 for w in $(cat /proc/cmdline); do
   case "$w" in
     wireup.run=*) RUN=${w#wireup.run=} ;;
     wireup.verbose=1) VERBOSE=1 ;;
     wireup.node=[12]) NODE=${w#wireup.node=} ;;
+    wireup.rails=[12]) RAILS=${w#wireup.rails=} ;;
+    wireup.rail_names=swapped) RAIL_NAMES=swapped ;;
   esac
 done
 [ -n "$RUN" ] || fail "no wireup.run= on the kernel command line"
@@ -82,23 +90,35 @@ hostname $NAME
 echo $NAME >/proc/sys/kernel/hostname
 in_root() { chroot $R "$@"; }
 in_root ip link set lo up || fail "ip link set lo up"
-if [ -n "$NODE" ]; then
-  # One node of a pair: the virtio NIC is the link to the other guest (a qemu socket netdev on
-  # the host's loopback); both guests use 10.0.1.0/24 on it, nothing else is reachable.
-  in_root ip link set eth0 up || fail "ip link set eth0 up (no virtio NIC?)"
-  in_root ip addr add "10.0.1.$NODE/24" dev eth0 || fail "ip addr add 10.0.1.$NODE/24"
-  in_root rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0 (eth0)"
-else
-  in_root ip link add dummy0 type dummy || fail "ip link add dummy0"
-  in_root ip addr add 10.0.0.1/24 dev dummy0 || fail "ip addr add"
-  in_root ip link set dummy0 up || fail "ip link set dummy0 up"
-  in_root rdma link add rxe0 type rxe netdev dummy0 || fail "rdma link add rxe0"
-fi
-i=0
-until in_root rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE'; do
-  i=$((i + 1))
-  [ $i -le 100 ] || fail "rxe0 did not become ACTIVE"
-  usleep 50000
+# rail K (0 or 1) of this guest: its netdev, subnet 10.0.(K+1).0/24 on a pair (10.0.0.0/24 and
+# 10.0.2.0/24 in one guest, 10.0.0.1 staying the single guest's address), and its rxe name.
+rail_up() {
+  k=$1 name=rxe$1
+  [ "$RAIL_NAMES" = swapped ] && name=rxe$((1 - k))
+  if [ -n "$NODE" ]; then
+    # One node of a pair: virtio NIC K is a link to the other guest (a qemu socket netdev on
+    # the host's loopback); both guests use 10.0.(K+1).0/24 on it, nothing else is reachable.
+    dev=eth$k addr=10.0.$((k + 1)).$NODE/24
+    in_root ip link set $dev up || fail "ip link set $dev up (no virtio NIC $k?)"
+  else
+    dev=dummy$k addr=10.0.$((2 * k)).1/24
+    in_root ip link add $dev type dummy || fail "ip link add $dev"
+    in_root ip link set $dev up || fail "ip link set $dev up"
+  fi
+  in_root ip addr add $addr dev $dev || fail "ip addr add $addr dev $dev"
+  in_root rdma link add $name type rxe netdev $dev || fail "rdma link add $name ($dev)"
+  RXE_NAMES="$RXE_NAMES $name"
+}
+RXE_NAMES=
+rail_up 0
+[ "$RAILS" = 2 ] && rail_up 1
+for name in $RXE_NAMES; do
+  i=0
+  until in_root rdma link show $name/1 2>/dev/null | grep -q 'state ACTIVE'; do
+    i=$((i + 1))
+    [ $i -le 100 ] || fail "$name did not become ACTIVE"
+    usleep 50000
+  done
 done
 
 # RDMA memory registration pins pages: lift the locked-memory limit (busybox ash has -l/-n).

@@ -13,6 +13,9 @@
 #
 # Options: --timeout S (default 900, the whole pair), --cache, --share, --smp N (per guest,
 # default 2), --mem MB (per guest, default 2048), --env NAME[=VALUE], --verbose: as run.sh.
+# --rails 2: a second link between the guests, eth1 = 10.0.2.N/24 with rxe1 on it (ssh and MPI
+# stay on the first); --swap-node2: node 2 names its rails the other way round (rxe1 on eth0,
+# rxe0 on eth1), so that rails paired by name would cross subnets.
 # Exit status: 0 if both nodes exited 0; else node 1's status if non-zero, else node 2's
 # (124 timeout, 125 a VM failed, 120 the other node or the link never came up). The last line
 # (stderr) gives both: "pair: node 1 exited A, node 2 exited B, booted in X s / Y s ...".
@@ -25,7 +28,7 @@ usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0
 
 TIMEOUT=${WIREUP_VM_TIMEOUT:-900}
 SHARE="" SMP=2 MEM=2048
-PASS=()
+PASS=() RAILS=1 SWAP2=0
 while (($#)); do
   case "$1" in
     --timeout) (($# >= 2)) || usage; TIMEOUT=$2; shift 2 ;;
@@ -34,12 +37,15 @@ while (($#)); do
     --mem) (($# >= 2)) || usage; MEM=$2; shift 2 ;;
     --cache|--env) (($# >= 2)) || usage; PASS+=("$1" "$2"); shift 2 ;;
     --verbose|-v) PASS+=(--verbose); shift ;;
+    --rails) (($# >= 2)) || usage; RAILS=$2; shift 2 ;;
+    --swap-node2) SWAP2=1; shift ;;
     -h|--help) usage ;;
     --) shift; break ;;
     *) echo "pair: unknown option '$1' (the commands go after --)" >&2; usage ;;
   esac
 done
 [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout wants a positive number of seconds"
+[[ "$RAILS" =~ ^[12]$ ]] || die "--rails wants 1 or 2"
 CMD1=() CMD2=()
 while (($#)) && [ "$1" != ":::" ]; do CMD1+=("$1"); shift; done
 if (($#)); then shift; CMD2=("$@"); fi
@@ -94,15 +100,24 @@ free_port() {
 P1=$(free_port) || die "no free UDP port on 127.0.0.1"
 P2=$(free_port) || die "no free UDP port on 127.0.0.1"
 [ "$P1" != "$P2" ] || P2=$((P1 + 1))
+# The second link's ports (--rails 2).
+Q1=$(free_port) || die "no free UDP port on 127.0.0.1"
+Q2=$(free_port) || die "no free UDP port on 127.0.0.1"
+while [ "$Q1" = "$P1" ] || [ "$Q1" = "$P2" ]; do Q1=$((Q1 + 2)); done
+while [ "$Q2" = "$P1" ] || [ "$Q2" = "$P2" ] || [ "$Q2" = "$Q1" ]; do Q2=$((Q2 + 3)); done
 
 node() {  # node N LOCAL REMOTE COMMAND...: one guest; its status ends up in $D/rc.N
   # A node that asked for it (pair-power-cut.sh left $D/reboot.N) boots again, with the same
   # MAC (so the same RoCE GID) and WIREUP_VM_BOOT counting its boots.
-  local n=$1 lp=$2 rp=$3 boot=1 rc
+  local n=$1 lp=$2 rp=$3 boot=1 rc rails=()
   shift 3
+  if ((RAILS == 2)); then
+    rails=(--rails 2 --link2 "$([ "$n" = 1 ] && echo "$Q1:$Q2" || echo "$Q2:$Q1")")
+    ((SWAP2)) && [ "$n" = 2 ] && rails+=(--rail-names swapped)
+  fi
   set +e
   while :; do
-    "$HERE/run.sh" --timeout "$TIMEOUT" --share "$SHARE" --smp "$SMP" --mem "$MEM" "${PASS[@]}" \
+    "$HERE/run.sh" --timeout "$TIMEOUT" --share "$SHARE" --smp "$SMP" --mem "$MEM" "${PASS[@]}" "${rails[@]}" \
       --node "$n" --link "$lp:$rp" --env WIREUP_VM_PAIR_DIR="$D" --env WIREUP_VM_PAIR_WAIT_S \
       --env WIREUP_VM_BOOT="$boot" -- "$HERE/pair-node.sh" "$@" 2>&1 | sed -u "s/^/[$n] /"
     rc=${PIPESTATUS[0]}

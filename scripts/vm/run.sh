@@ -20,6 +20,11 @@
 #                      one node (1 or 2) of a pair (scripts/vm/pair.sh): a virtio NIC on a qemu
 #                      UDP socket netdev bound to 127.0.0.1:LOCAL, sending to 127.0.0.1:REMOTE;
 #                      the guest is 10.0.1.N/24 on eth0 with rxe0 on it
+#   --rails 2          a second rail: dummy1 = 10.0.2.1/24 with rxe1 (one guest), or with
+#                      --link2 LOCAL:REMOTE a second link, eth1 = 10.0.2.N/24 with rxe1 (a pair)
+#   --rail-names swapped
+#                      (a node of a pair) rxe1 on eth0 and rxe0 on eth1: names that would cross
+#                      subnets if rails were paired by name
 # Exit status: COMMAND's, or 124 on timeout, or 125 if the VM failed before reporting one.
 set -euo pipefail
 
@@ -39,6 +44,9 @@ VERBOSE=0
 EXTRA_ENV=()
 NODE=""
 LINK=""
+LINK2=""
+RAILS=1
+RAIL_NAMES=straight
 
 while (($#)); do
   case "$1" in
@@ -57,6 +65,9 @@ while (($#)); do
     --verbose|-v) VERBOSE=1; shift ;;
     --node) (($# >= 2)) || usage; NODE=$2; shift 2 ;;
     --link) (($# >= 2)) || usage; LINK=$2; shift 2 ;;
+    --link2) (($# >= 2)) || usage; LINK2=$2; shift 2 ;;
+    --rails) (($# >= 2)) || usage; RAILS=$2; shift 2 ;;
+    --rail-names) (($# >= 2)) || usage; RAIL_NAMES=$2; shift 2 ;;
     -h|--help) usage ;;
     --) shift; break ;;
     *) echo "vm: unknown option '$1' (the command goes after --)" >&2; usage ;;
@@ -69,6 +80,12 @@ if ! [[ "$MEM" =~ ^[1-9][0-9]*$ ]] || ((MEM < 256)); then die "--mem wants at le
 if [ -n "$NODE$LINK" ]; then
   [[ "$NODE" =~ ^[12]$ ]] || die "--node wants 1 or 2 (and --link)"
   [[ "$LINK" =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "--link wants LOCALPORT:REMOTEPORT (and --node)"
+fi
+
+[[ "$RAILS" =~ ^[12]$ ]] || die "--rails wants 1 or 2"
+[[ "$RAIL_NAMES" == straight || "$RAIL_NAMES" == swapped ]] || die "--rail-names wants straight or swapped"
+if [ -n "$NODE" ] && ((RAILS == 2)); then
+  [[ "$LINK2" =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "--rails 2 on a node of a pair wants --link2 LOCALPORT:REMOTEPORT"
 fi
 
 for tool in qemu-system-x86_64 timeout perl; do
@@ -172,6 +189,8 @@ else
 fi
 APPEND+=" wireup.run=$RUN"
 [ -z "$NODE" ] || APPEND+=" wireup.node=$NODE"
+((RAILS == 1)) || APPEND+=" wireup.rails=$RAILS"
+[ "$RAIL_NAMES" = straight ] || APPEND+=" wireup.rail_names=$RAIL_NAMES"
 QEMU=(qemu-system-x86_64 "${ACCEL[@]}" -smp "$SMP" -m "$MEM"
   -nodefaults -nographic -no-reboot -serial stdio -nic none
   -kernel "$KERNEL" -initrd "$CACHE/initrd.gz" -append "$APPEND"
@@ -183,6 +202,9 @@ if [ -n "$NODE" ]; then
   # The pair's link: UDP datagrams between the two qemu processes on the host's loopback only.
   QEMU+=(-netdev "socket,id=link,udp=127.0.0.1:${LINK#*:},localaddr=127.0.0.1:${LINK%%:*}"
     -device "virtio-net-pci,netdev=link,mac=52:54:00:10:01:0$NODE")
+  ((RAILS == 1)) ||
+    QEMU+=(-netdev "socket,id=link2,udp=127.0.0.1:${LINK2#*:},localaddr=127.0.0.1:${LINK2%%:*}"
+      -device "virtio-net-pci,netdev=link2,mac=52:54:00:10:02:0$NODE")
 fi
 # shellcheck disable=SC2206  # extra qemu arguments, split on blanks on purpose
 QEMU+=(${WIREUP_VM_QEMU_ARGS:-})
