@@ -185,6 +185,33 @@ TEST(RailsTopology, DualPortCardsPerPackage) {
   EXPECT_EQ(r->skipped[0].reason, SkipReason::port_inactive);
 }
 
+TEST(RailsTopology, SharedUsnicMachine) {
+  // hwloc's 16intel64-manyVFs export: usnic_0 (0000:0b:00) and usnic_1 (0000:0c:00) under
+  // package 0 (CPUs 0-7), usnic_2 under package 1. In CI a missing shared file fails.
+  const std::string f = std::string(WIREUP_SHARED_DIR) + "/topologies/2socket-3usnic.xml";
+  if (!std::filesystem::exists(f)) {
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true") FAIL() << f << " does not exist (configure -DWIREUP_SHARED_DIR)";
+    GTEST_SKIP() << "\n*** SKIPPED: " << f << " does not exist ***";
+  }
+  Result<Topology> t = Topology::load_xml(f);
+  ASSERT_TRUE(t) << t.error().message();
+  auto rails_for = [&](const std::string& cpus, int count, int lr) {
+    RankInput in;
+    in.devices = t->candidates(1);
+    in.binding = CpuSet::parse(cpus).value();
+    in.local_rank = lr;
+    Result<RailSet> r = choose_rails(in, RailCount{count});
+    EXPECT_TRUE(r) << r.error().message();
+    return r ? names(*r) : Names{};
+  };
+  for (int lr = 0; lr < 4; ++lr) EXPECT_EQ(rails_for("0-7", 2, lr), (Names{"usnic_0", "usnic_1"})) << lr;
+  EXPECT_EQ(rails_for("0-7", 1, 1), Names{"usnic_1"});
+  EXPECT_EQ(rails_for("0-7", 3, 0), (Names{"usnic_0", "usnic_1", "usnic_2"}));
+  EXPECT_EQ(rails_for("8-15", 2, 0), (Names{"usnic_2", "usnic_0"}));
+  EXPECT_EQ(rails_for("8-15", 2, 1), (Names{"usnic_2", "usnic_1"}));
+}
+
 TEST(RailsTopology, GpuNodeTakesItsSwitchNicFirst) {
   // GPU n and mlx5_n share PCIe switch n; NUMA node n; package n / 2.
   EXPECT_EQ(xml_rails("2pkg-4nic-4gpu.xml", "", "cuda1", 1, 0), Names{"mlx5_1"});
