@@ -32,7 +32,8 @@ constexpr const char* kUsage =
     "                       OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID,\n"
     "                       PMIX_LOCAL_RANK; one that is set but not a number is an error)\n"
     "  --rails N|all        also show the rail set of N devices, or of every equally near one\n"
-    "                       (default: device.rails; shown whenever it is not 1)\n"
+    "                       (default: device.rails; shown whenever it is not 1), with --sysfs\n"
+    "                       too (from the tree's devices, port states and PCI links)\n"
     "  --sysfs DIR          per device and port of the sysfs tree DIR (/sys, or a layout captured\n"
     "                       on another machine), the netdev it maps to, why, and the address\n"
     "                       wireup would listen on (from DIR/ifaddrs if present, else this host's)\n"
@@ -113,7 +114,6 @@ int main(int argc, char** argv) {
   }
   // --check looks at the named file alone: the caller's environment must not change the verdict.
   if (!check_path.empty()) return check(check_path);
-  if (!sysfs.empty()) return info::print_sysfs(sysfs);
 
   config::LoadOptions opts;
   opts.env = config::process_environment();
@@ -123,6 +123,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (dump) return std::fputs(cfg->dump().c_str(), stdout), 0;
+  if (!sysfs.empty()) {
+    const int rails = choice.rails.value_or(cfg->settings().device.rails);
+    return info::print_sysfs(sysfs, rails != 1 ? std::optional<int>(rails) : std::nullopt, choice, cfg->settings());
+  }
 
   int rc = 0;
   if (choice.topology.empty()) {

@@ -28,8 +28,13 @@ int print_live_devices(const config::Settings& settings);
 // the configured port), or the provider's error.
 Result<std::vector<topo::Candidate>> live_candidates(const config::Settings& settings);
 
-// Per device and port under `root` (a sysfs tree), the netdev it maps to, why, and the address.
-int print_sysfs(const std::string& root);
+// Per device and port under `root` (a sysfs tree), the netdev it maps to, why, and the address;
+// with `rails` (topo::RailCount's value) also the rail set those devices give (no topology in a
+// capture: every device is unplaced, cards come from the PCI bus ids the tree links to).
+int print_sysfs(const std::string& root, std::optional<int> rails, const ChoiceOptions& opts,
+                const config::Settings& settings);
+// The rail set of `in`, printed as explain_choice does (`from`: where the count came from).
+void print_rails(const topo::RankInput& in, int count, const char* from);
 // The netdev lines of one port (print_sysfs's body, reused by the live listing).
 void print_port_netdev(const std::string& root, const std::string& device, int port, const host::AddrLookup& addrs,
                        const char* indent);

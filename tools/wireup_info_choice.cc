@@ -37,6 +37,8 @@ void print_placement(const char* what, const std::string& name, const topo::Plac
   std::printf("\n");
 }
 
+}  // namespace
+
 void print_rails(const topo::RankInput& in, int count, const char* from) {
   const topo::RailCount want{count};
   std::printf("rails:      %s (%s)\n", want.all_equally_near() ? "all equally near" : std::to_string(count).c_str(),
@@ -50,8 +52,6 @@ void print_rails(const topo::RankInput& in, int count, const char* from) {
   }
   for (const std::string& n : set->notices) std::printf("  notice:   %s\n", n.c_str());
 }
-
-}  // namespace
 
 int explain_choice(const ChoiceOptions& opts, const config::Settings& s) {
   Result<topo::Topology> t = opts.topology.empty() ? topo::Topology::load_live()
