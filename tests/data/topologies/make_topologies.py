@@ -132,7 +132,7 @@ def dual_port_cards():
 
 if __name__ == "__main__":
     import sys
-    todo = {"2pkg-4nic-4gpu.xml": four_nic_four_gpu, "2pkg-odd-nics.xml": odd_nics,
+    writers = {"2pkg-4nic-4gpu.xml": four_nic_four_gpu, "2pkg-odd-nics.xml": odd_nics,
             "2pkg-2x2port.xml": dual_port_cards}
-    for name in sys.argv[1:] or todo:
-        todo[name]()
+    for name in sys.argv[1:] or writers:
+        writers[name]()
