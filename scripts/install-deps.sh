@@ -25,8 +25,8 @@ PKGS=(
   pandoc man-db
   # the ABI check (scripts/abi-check.sh: abidw, abidiff)
   abigail-tools
-  # message authentication of the private data, PMIx bootstrap, build cache
-  libsodium-dev libpmix-dev ccache
+  # message authentication of the private data, PMIx bootstrap, JSON output, build cache
+  libsodium-dev libpmix-dev nlohmann-json3-dev ccache
   # Slurm in the two-node pair (scripts/vm/slurm-up.sh; never started on the host). Its PMIx
   # plugin (slurm-wlm-basic-plugins: mpi_pmix_v4.so) dlopens pmix2/lib/libpmix.so, which only
   # libpmix-dev ships.

@@ -1,6 +1,9 @@
 // The job summary: the ranks' reports added up, printed for people or as one JSON object.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+
+#include <nlohmann/json.hpp>
 
 #include "wireup_a2a.h"
 
@@ -13,27 +16,18 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
-std::string quote(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
-    else if (c < 0x20) o += fmt("\\u%04x", c);
-    else o += static_cast<char>(c);
+template <class M>
+nlohmann::ordered_json json_counts(const M& m) {
+  nlohmann::ordered_json o = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : m) {
+    if constexpr (std::is_same_v<typename M::key_type, int>) o[std::to_string(k)] = v;
+    else o[k] = v;
   }
-  return o + "\"";
+  return o;
 }
 
-template <class M>
-std::string json_counts(const M& m) {
-  std::string s = "{";
-  for (const auto& [k, v] : m) {
-    if (s.size() > 1) s += ",";
-    if constexpr (std::is_same_v<typename M::key_type, int>) s += quote(std::to_string(k));
-    else s += quote(k);
-    s += ":" + std::to_string(v);
-  }
-  return s + "}";
-}
+// Rounded to the digits the human summary prints: finer ones are the clock's noise.
+double round_to(double v, double unit) { return std::round(v / unit) * unit; }
 
 // IB CM reject reasons (IBTA vol. 1, table 112), as rdma_cm reports them in REJECTED's status.
 std::string reject_reason_name(int r) {
@@ -87,19 +81,23 @@ std::string on_demand_lines(const Summary& s) {
   return o;
 }
 
-std::string on_demand_json(const Summary& s) {
+void add_on_demand(nlohmann::ordered_json& o, const Summary& s) {
   const JobInfo::Pattern& p = s.job.pattern;
   const PhaseStats& a = s.ask_to_ready;
-  std::string o = ",\"engine_mode\":" + quote(s.job.on_demand ? "on_demand" : "bulk");
-  if (!s.job.on_demand) return o;
-  o += ",\"pattern\":{\"name\":" + quote(p.text) + ",\"pairs\":" + std::to_string(p.pairs) +
-       ",\"crossing_pairs\":" + std::to_string(p.crossing) + ",\"pairs_with_dead\":" + std::to_string(p.pairs_with_dead) +
-       ",\"asked_dead\":[" + join_ranks(p.asked_dead) + "]}";
-  o += ",\"lanes_asked\":" + std::to_string(s.lanes_asked) + ",\"crossed_won\":" + std::to_string(s.crossed_won) +
-       ",\"crossed_yielded\":" + std::to_string(s.crossed_yielded);
-  o += ",\"ask_to_ready_us\":{\"n\":" + std::to_string(a.n) + ",\"p50\":" + fmt("%.1f", a.p50_us) + ",\"p99\":" +
-       fmt("%.1f", a.p99_us) + ",\"max\":" + fmt("%.1f", a.max_us) + "}";
-  return o;
+  o["engine_mode"] = s.job.on_demand ? "on_demand" : "bulk";
+  if (!s.job.on_demand) return;
+  o["pattern"] = {{"name", p.text},
+                  {"pairs", p.pairs},
+                  {"crossing_pairs", p.crossing},
+                  {"pairs_with_dead", p.pairs_with_dead},
+                  {"asked_dead", p.asked_dead}};
+  o["lanes_asked"] = s.lanes_asked;
+  o["crossed_won"] = s.crossed_won;
+  o["crossed_yielded"] = s.crossed_yielded;
+  o["ask_to_ready_us"] = {{"n", a.n},
+                          {"p50", round_to(a.p50_us, 0.1)},
+                          {"p99", round_to(a.p99_us, 0.1)},
+                          {"max", round_to(a.max_us, 0.1)}};
 }
 
 }  // namespace
@@ -253,64 +251,70 @@ std::string human(const Summary& s) {
 }
 
 std::string to_json(const Summary& s) {
-  std::string o = "{";
-  o += "\"ranks\":" + std::to_string(s.job.ranks) + ",\"lanes\":" + std::to_string(s.job.lanes);
-  if (s.job.into >= 0) o += ",\"into\":" + std::to_string(s.job.into);
-  o += ",\"planned\":" + std::to_string(s.planned) + ",\"connections\":" + std::to_string(s.connections);
-  o += ",\"failed\":" + std::to_string(s.failed) + ",\"lost\":" + std::to_string(s.lost);
-  o += ",\"wall_s\":" + fmt("%.6f", s.job.wall_s) + ",\"conn_per_s\":" + fmt("%.2f", s.conn_per_s);
-  o += ",\"cpu_user_s\":" + fmt("%.6f", s.user_s) + ",\"cpu_sys_s\":" + fmt("%.6f", s.sys_s);
-  o += ",\"provider\":" + quote(s.job.provider) + ",\"mode\":" + quote(s.job.mode) + ",\"device\":" + quote(s.device);
+  nlohmann::ordered_json o;
+  o["ranks"] = s.job.ranks;
+  o["lanes"] = s.job.lanes;
+  if (s.job.into >= 0) o["into"] = s.job.into;
+  o["planned"] = s.planned;
+  o["connections"] = s.connections;
+  o["failed"] = s.failed;
+  o["lost"] = s.lost;
+  o["wall_s"] = round_to(s.job.wall_s, 1e-6);
+  o["conn_per_s"] = round_to(s.conn_per_s, 0.01);
+  o["cpu_user_s"] = round_to(s.user_s, 1e-6);
+  o["cpu_sys_s"] = round_to(s.sys_s, 1e-6);
+  o["provider"] = s.job.provider;
+  o["mode"] = s.job.mode;
+  o["device"] = s.device;
   // Which out-of-band channel carried the addresses and the checks: "mpi" or "pmix" (rdma).
-  o += ",\"bootstrap\":" + quote(s.job.provider == "sim" ? "none" : s.job.mode);
-  o += ",\"slowest_rank\":{\"rank\":" + std::to_string(s.slowest_rank) + ",\"wireup_s\":" +
-       fmt("%.6f", s.slowest_rank_s) + "}";
+  o["bootstrap"] = s.job.provider == "sim" ? "none" : s.job.mode;
+  o["slowest_rank"] = {{"rank", s.slowest_rank}, {"wireup_s", round_to(s.slowest_rank_s, 1e-6)}};
   const CheckCounts& c = s.check;
-  o += ",\"verified\":" + std::string(s.job.verified && !checks_failed(s) ? "true" : "false");
-  o += ",\"check\":{\"ran\":" + std::string(s.job.verified ? "true" : "false") + ",\"qpn_ok\":" +
-       std::to_string(c.qpn_ok) + ",\"qpn_bad\":" + std::to_string(c.qpn_bad) + ",\"half_open\":" +
-       std::to_string(c.half_open) + ",\"send_ok\":" + std::to_string(c.send_ok) + ",\"recv_ok\":" +
-       std::to_string(c.recv_ok) + ",\"data_bad\":" + std::to_string(c.data_bad) + ",\"errors\":" + std::to_string(c.errors) +
-       ",\"pattern_dup\":" + std::to_string(c.pattern_dup) + ",\"pattern_extra\":" + std::to_string(c.pattern_extra) + "}";
+  o["verified"] = s.job.verified && !checks_failed(s);
+  o["check"] = {{"ran", s.job.verified},        {"qpn_ok", c.qpn_ok},           {"qpn_bad", c.qpn_bad},
+                {"half_open", c.half_open},     {"send_ok", c.send_ok},         {"recv_ok", c.recv_ok},
+                {"data_bad", c.data_bad},       {"errors", c.errors},           {"pattern_dup", c.pattern_dup},
+                {"pattern_extra", c.pattern_extra}};
   // The one-sided check: "ran" false with "skipped" saying why on a path without WRITE/READ;
   // bad_by_pair: "rank->peer" -> bad WRITEs/READs that rank counted on its lanes to the peer.
   std::map<std::string, uint64_t> pairs;
   for (auto& [rp, n] : s.one_sided_bad_pairs) pairs[std::to_string(rp.first) + "->" + std::to_string(rp.second)] = n;
-  o += ",\"one_sided\":{\"ran\":" + std::string(s.job.verified && c.one_sided_checked ? "true" : "false");
-  if (!c.one_sided_checked) o += ",\"skipped\":" + quote(c.one_sided_skipped.empty() ? "not run" : c.one_sided_skipped);
-  o += ",\"write_ok\":" + std::to_string(c.write_ok) + ",\"write_landed\":" + std::to_string(c.write_landed) +
-       ",\"read_ok\":" + std::to_string(c.read_ok) + ",\"bad\":" + std::to_string(c.one_sided_bad) +
-       ",\"bad_by_pair\":" + json_counts(pairs) + "}";
-  o += on_demand_json(s);
-  o += ",\"phases_us\":{";
-  bool first = true;
+  nlohmann::ordered_json& one = o["one_sided"];
+  one["ran"] = s.job.verified && c.one_sided_checked;
+  if (!c.one_sided_checked) one["skipped"] = c.one_sided_skipped.empty() ? "not run" : c.one_sided_skipped;
+  one["write_ok"] = c.write_ok;
+  one["write_landed"] = c.write_landed;
+  one["read_ok"] = c.read_ok;
+  one["bad"] = c.one_sided_bad;
+  one["bad_by_pair"] = json_counts(pairs);
+  add_on_demand(o, s);
+  nlohmann::ordered_json& phases = o["phases_us"] = nlohmann::ordered_json::object();
   for (size_t p = 0; p < s.phases.size(); ++p) {
     const PhaseStats& ph = s.phases[p];
     if (ph.n == 0) continue;
-    o += std::string(first ? "" : ",") + quote(wireup_phase_name(static_cast<wireup_phase_t>(p))) + ":{\"n\":" + std::to_string(ph.n) +
-         ",\"p50\":" + fmt("%.1f", ph.p50_us) + ",\"p99\":" + fmt("%.1f", ph.p99_us) + ",\"max\":" +
-         fmt("%.1f", ph.max_us) + "}";
-    first = false;
+    phases[wireup_phase_name(static_cast<wireup_phase_t>(p))] = {{"n", ph.n},
+                                                                 {"p50", round_to(ph.p50_us, 0.1)},
+                                                                 {"p99", round_to(ph.p99_us, 0.1)},
+                                                                 {"max", round_to(ph.max_us, 0.1)}};
   }
-  o += "}";
-  o += ",\"connects_started\":" + std::to_string(s.connects_started) + ",\"retries\":" + std::to_string(s.retries);
-  o += ",\"superseded\":" + std::to_string(s.superseded) + ",\"strangers\":" + std::to_string(s.strangers);
-  o += ",\"events\":" + std::to_string(s.events);
-  o += ",\"rejects_received\":" + json_counts(s.rejects_received) + ",\"rejects_sent\":" + json_counts(s.rejects_sent);
-  o += ",\"failures\":" + json_counts(s.failures) + ",\"ece_outcomes\":" + json_counts(s.ece_outcomes);
-  o += ",\"dead_ranks\":[" + join_ranks(s.job.dead) + "]";
-  o += ",\"failed_peers\":[";
-  first = true;
+  o["connects_started"] = s.connects_started;
+  o["retries"] = s.retries;
+  o["superseded"] = s.superseded;
+  o["strangers"] = s.strangers;
+  o["events"] = s.events;
+  o["rejects_received"] = json_counts(s.rejects_received);
+  o["rejects_sent"] = json_counts(s.rejects_sent);
+  o["failures"] = json_counts(s.failures);
+  o["ece_outcomes"] = json_counts(s.ece_outcomes);
+  o["dead_ranks"] = s.job.dead;
+  nlohmann::ordered_json& failed = o["failed_peers"] = nlohmann::ordered_json::array();
   for (auto& [peer, fp] : s.failed_peers) {
     uint64_t lanes = 0;
     for (auto& [k, v] : fp.second) lanes += v;
-    o += std::string(first ? "" : ",") + "{\"rank\":" + std::to_string(peer) + ",\"lanes\":" + std::to_string(lanes) +
-         ",\"reported_by\":[" + join_ranks(fp.first) + "],\"kinds\":" + json_counts(fp.second) + "}";
-    first = false;
+    failed.push_back({{"rank", peer}, {"lanes", lanes}, {"reported_by", fp.first}, {"kinds", json_counts(fp.second)}});
   }
-  o += "],\"problems\":[";
-  for (size_t i = 0; i < c.problems.size(); ++i) o += (i ? "," : "") + quote(c.problems[i]);
-  return o + "]}";
+  o["problems"] = c.problems;
+  return o.dump();
 }
 
 void print_summary(const Summary& s, bool json) {

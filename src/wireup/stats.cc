@@ -1,7 +1,10 @@
 #include "wireup/stats.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+
+#include <nlohmann/json.hpp>
 
 namespace wireup {
 
@@ -143,38 +146,39 @@ std::map<std::string, uint64_t> Stats::ece_outcomes_by_name() const {
 }
 
 namespace {
+// Maps keyed by a reject reason number still get string keys: JSON objects have no others.
 template <class K>
-std::string json_map(const std::map<K, uint64_t>& m) {
-  std::string s = "{";
+nlohmann::ordered_json json_map(const std::map<K, uint64_t>& m) {
+  nlohmann::ordered_json o = nlohmann::ordered_json::object();
   for (const auto& [k, v] : m) {
-    if (s.size() > 1) s += ",";
-    if constexpr (std::is_same_v<K, int>)
-      s += "\"" + std::to_string(k) + "\":" + std::to_string(v);
-    else
-      s += "\"" + k + "\":" + std::to_string(v);
+    if constexpr (std::is_same_v<K, int>) o[std::to_string(k)] = v;
+    else o[k] = v;
   }
-  return s + "}";
+  return o;
 }
+
+// Microseconds to one decimal: finer digits are noise of the clock and the sampling.
+double tenth(double us) { return std::round(us * 10.0) / 10.0; }
 }  // namespace
 
 std::string Stats::to_json() const {
-  std::string s = "{";
-  for (size_t i = 0; i < counters_.size(); ++i)
-    s += "\"" + std::string(to_string(static_cast<Counter>(i))) + "\":" + std::to_string(counters_[i]) + ",";
-  s += "\"rejects_received\":" + json_map(rejects_received_by_reason()) + ",";
-  s += "\"rejects_sent\":" + json_map(rejects_sent_by_name()) + ",";
-  s += "\"failures\":" + json_map(failures_by_name()) + ",";
-  s += "\"ece_outcomes\":" + json_map(ece_outcomes_by_name()) + ",";
-  s += "\"phases_us\":{";
-  char buf[192];
+  nlohmann::ordered_json j;
+  for (size_t i = 0; i < counters_.size(); ++i) j[to_string(static_cast<Counter>(i))] = counters_[i];
+  j["rejects_received"] = json_map(rejects_received_by_reason());
+  j["rejects_sent"] = json_map(rejects_sent_by_name());
+  j["failures"] = json_map(failures_by_name());
+  j["ece_outcomes"] = json_map(ece_outcomes_by_name());
+  nlohmann::ordered_json& phases = j["phases_us"] = nlohmann::ordered_json::object();
   for (size_t i = 0; i < kPhases; ++i) {
     if (!sampled(static_cast<Phase>(i))) continue;
-    PhaseSummary p = summary(static_cast<Phase>(i));
-    std::snprintf(buf, sizeof buf, "%s\"%s\":{\"n\":%zu,\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f,\"mean\":%.1f}",
-                  i ? "," : "", to_string(static_cast<Phase>(i)), p.n, p.p50_us, p.p99_us, p.max_us, p.mean_us);
-    s += buf;
+    const PhaseSummary p = summary(static_cast<Phase>(i));
+    phases[to_string(static_cast<Phase>(i))] = {{"n", p.n},
+                                                 {"p50", tenth(p.p50_us)},
+                                                 {"p99", tenth(p.p99_us)},
+                                                 {"max", tenth(p.max_us)},
+                                                 {"mean", tenth(p.mean_us)}};
   }
-  return s + "}}";
+  return j.dump();
 }
 
 }  // namespace wireup
