@@ -50,14 +50,43 @@ class EventAck {
   virtual void ack() = 0;
 };
 
+// The provider's ack of one event, done at most once: when asked, when the token is replaced
+// by another event's, or when it goes away.
+class AckToken {
+ public:
+  AckToken() = default;
+  explicit AckToken(std::unique_ptr<EventAck> a) : a_(std::move(a)) {}
+  AckToken(AckToken&&) noexcept = default;
+  AckToken& operator=(AckToken&& o) noexcept {
+    if (this != &o) {
+      ack();
+      a_ = std::move(o.a_);
+    }
+    return *this;
+  }
+  ~AckToken() { ack(); }
+  void ack() {
+    if (a_) std::exchange(a_, nullptr)->ack();
+  }
+  bool pending() const { return a_ != nullptr; }
+
+ private:
+  std::unique_ptr<EventAck> a_;
+};
+
 // One rdma_cm_event, copied out of the provider (private data is owned here, so it stays
-// readable after the ack).
+// readable after the ack). The event must be acked before its new_id is destroyed
+// (rdma_destroy_id waits for the acks of its events): the ack token is the first member, so the
+// defaulted move assignment acks the old event before it replaces new_id, and the destructor
+// acks before any member goes. Moves are defaulted so that a field added here is moved too.
 class CmEvent {
+  AckToken ack_;  // first: see above
+
  public:
   CmEvent() = default;
-  CmEvent(CmEvent&&) = default;
-  CmEvent& operator=(CmEvent&& o) noexcept;
-  ~CmEvent() { ack(); }  // acks before new_id (a member) is destroyed: the required order
+  CmEvent(CmEvent&&) noexcept = default;
+  CmEvent& operator=(CmEvent&&) noexcept = default;
+  ~CmEvent() { ack(); }
 
   CmEventType type = CmEventType::addr_error;
   int status = 0;              // errno-like (negative) or IB reject reason for REJECTED
@@ -73,13 +102,10 @@ class CmEvent {
   // destroyed with the event, after the ack.
   std::unique_ptr<CmId> new_id;
 
-  void ack();
-  bool acked() const { return ack_ == nullptr; }
-  void set_ack(std::unique_ptr<EventAck> a) { ack_ = std::move(a); }
+  void ack() { ack_.ack(); }
+  bool acked() const { return !ack_.pending(); }
+  void set_ack(std::unique_ptr<EventAck> a) { ack_ = AckToken(std::move(a)); }
   std::string describe() const;
-
- private:
-  std::unique_ptr<EventAck> ack_;
 };
 
 // Handles the events of the ids routed to it. Called by dispatch() with the event un-acked;
