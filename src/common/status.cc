@@ -49,16 +49,16 @@ ErrorCode code_from_errno(int err) {
   }
 }
 
-Error Error::would_block_on(const char* call) {
+Error Status::would_block_error(const char* call) {
   Error e;
   e.code = ErrorCode::would_block;
+  e.call = call;
   e.err = EAGAIN;
-  e.literal_call = call;
   return e;
 }
 
 std::string Error::message() const {
-  std::string m = !call.empty() ? call : literal_call != nullptr ? std::string(literal_call) : std::string("wireup");
+  std::string m = !call.empty() ? call : std::string("wireup");
   std::string ctx;
   if (!peer.empty()) ctx += "peer " + peer;
   if (qpn != 0) {

@@ -5,6 +5,8 @@
 // only on success: a Result<T> holds either a T or an Error, never both.
 #pragma once
 
+#include <cassert>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -43,16 +45,12 @@ struct Error {
   std::string peer;     // peer address or rank, when known
   uint32_t qpn = 0;     // the QP involved, when known
   std::string detail;   // one human sentence
-  const char* literal_call = nullptr;  // would_block_on(): the call's name, when `call` is empty
 
   // "rdma_connect(peer 10.0.0.2:7471, qpn 0x11): Connection refused (errno 111): detail"
   std::string message() const;
 
   static Error from_errno(std::string call, int err, std::string detail = {});
   static Error make(ErrorCode code, std::string call, std::string detail);
-  // EAGAIN from a non-blocking poll. Every idle progress() returns one, so it keeps a pointer
-  // to the call's name (a string literal) instead of a copy: no allocation.
-  static Error would_block_on(const char* call);
   Error&& with_peer(std::string p) && { peer = std::move(p); return std::move(*this); }
   Error&& with_qpn(uint32_t q) && { qpn = q; return std::move(*this); }
 };
@@ -60,21 +58,47 @@ struct Error {
 // Maps an errno to the coarse class (EAGAIN -> would_block, EOPNOTSUPP -> not_supported, ...).
 ErrorCode code_from_errno(int err);
 
+// A string literal as a template argument: Status::would_block<"rdma_get_cm_event">().
+template <size_t N>
+struct CallName {
+  constexpr CallName(const char (&s)[N]) {  // NOLINT: implicit by design
+    for (size_t i = 0; i < N; ++i) text[i] = s[i];
+  }
+  char text[N];
+};
+
 // An ok Status is one null pointer: ok is what nearly every call returns (each QP transition,
 // each CM call, each check), and an inline Error (three strings) would be built and torn down
-// every time. A failure pays one allocation, on a path that already formats a message.
+// every time. A failure pays one allocation, on a path that already formats a message, except
+// would-block: every idle progress() meets one, so it points at one Error per call name that
+// lives as long as the program (shared, never copied, never freed).
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(Error e) : error_(std::make_unique<Error>(std::move(e))) {}  // NOLINT: implicit by design
-  Status(const Status& o) : error_(o.error_ ? std::make_unique<Error>(*o.error_) : nullptr) {}
+  Status(Error e) : error_(new Error(std::move(e))), owned_(true) {}  // NOLINT: implicit by design
+  Status(const Status& o) : error_(o.owned_ ? new Error(*o.error_) : o.error_), owned_(o.owned_) {}
   Status& operator=(const Status& o) {
-    if (this != &o) error_ = o.error_ ? std::make_unique<Error>(*o.error_) : nullptr;
+    if (this != &o) *this = Status(o);
     return *this;
   }
-  Status(Status&&) noexcept = default;
-  Status& operator=(Status&&) noexcept = default;
+  Status(Status&& o) noexcept : error_(std::exchange(o.error_, nullptr)), owned_(std::exchange(o.owned_, false)) {}
+  Status& operator=(Status&& o) noexcept {
+    if (this != &o) {
+      release();
+      error_ = std::exchange(o.error_, nullptr);
+      owned_ = std::exchange(o.owned_, false);
+    }
+    return *this;
+  }
+  ~Status() { release(); }
+
   static Status ok() { return Status(); }
+  // EAGAIN from a non-blocking poll of `Call`: no allocation, ever.
+  template <CallName Call>
+  static Status would_block() {
+    static const Error e = would_block_error(Call.text);
+    return Status(&e);
+  }
   bool is_ok() const { return error_ == nullptr; }
   explicit operator bool() const { return is_ok(); }
   // On an ok Status: a default Error (code system_error, nothing else), never a dangling one.
@@ -83,16 +107,27 @@ class [[nodiscard]] Status {
   std::string message() const { return error_ ? error_->message() : std::string("ok"); }
 
  private:
+  explicit Status(const Error* shared) : error_(shared) {}
+  static Error would_block_error(const char* call);
   static const Error& no_error();
-  std::unique_ptr<Error> error_;  // null: ok
+  void release() {
+    if (owned_) delete error_;
+    error_ = nullptr;
+    owned_ = false;
+  }
+  const Error* error_ = nullptr;  // null: ok
+  bool owned_ = false;            // false for a shared would-block Error
 };
 
+// A T, or the Status of why there is none (as absl::StatusOr). Never built from an ok Status:
+// that is a bug of the caller, asserted in builds with assertions, and an invalid_state error
+// naming it in those without.
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT
-  Result(Error e) : v_(std::move(e)) {}      // NOLINT
-  Result(Status s) : v_(s.error()) {}        // only from a failed Status
+  Result(T value) : v_(std::move(value)) {}           // NOLINT
+  Result(Error e) : v_(Status(std::move(e))) {}       // NOLINT
+  Result(Status s) : v_(failed(std::move(s))) {}      // NOLINT
   bool is_ok() const { return v_.index() == 0; }
   explicit operator bool() const { return is_ok(); }
   T& value() & { return std::get<0>(v_); }
@@ -103,13 +138,26 @@ class [[nodiscard]] Result {
   T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
-  const Error& error() const { return std::get<1>(v_); }
+  const Error& error() const { return std::get<1>(v_).error(); }
   ErrorCode code() const { return is_ok() ? ErrorCode::ok : error().code; }
-  Status status() const { return is_ok() ? Status() : Status(error()); }
+  // The failure as a Status (a shared would-block stays shared: no allocation).
+  Status status() const { return is_ok() ? Status() : std::get<1>(v_); }
 
  private:
-  std::variant<T, Error> v_;
+  static Status failed(Status s) {
+    assert(!s.is_ok() && "a Result is built from a value or a failure, never from an ok Status");
+    if (s.is_ok()) return Error::make(ErrorCode::invalid_state, "Result", "built from an ok Status (a bug in wireup)");
+    return s;
+  }
+  std::variant<T, Status> v_;
 };
+
+// The failure of a Status or a Result, for propagation: a shared would-block stays shared.
+inline Status status_of(const Status& s) { return s; }
+template <class T>
+Status status_of(const Result<T>& r) {
+  return r.status();
+}
 
 }  // namespace wireup
 
@@ -117,5 +165,5 @@ class [[nodiscard]] Result {
 #define WIREUP_TRY(expr)                                 \
   do {                                                   \
     auto wireup_try_status_ = (expr);                    \
-    if (!wireup_try_status_) return wireup_try_status_.error(); \
+    if (!wireup_try_status_) return ::wireup::status_of(wireup_try_status_); \
   } while (0)

@@ -43,10 +43,10 @@ int Device::async_fd() const {
 }
 
 Result<DeviceEvent> Device::get_async_event() {
-  if (!owner_) return Error::would_block_on("ibv_get_async_event");
+  if (!owner_) return Status::would_block<"ibv_get_async_event">();
   if (*owner_ == AsyncOwner::library) return native_get_async_event();
   std::lock_guard<std::mutex> lk(inbox_->mu);
-  if (inbox_->queue.empty()) return Error::would_block_on("the async events the transport posted");
+  if (inbox_->queue.empty()) return Status::would_block<"the async events the transport posted">();
   DeviceEvent e = std::move(inbox_->queue.front());
   inbox_->queue.pop_front();
   inbox_->count.store(inbox_->queue.size(), std::memory_order_relaxed);

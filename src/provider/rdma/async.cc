@@ -77,7 +77,7 @@ Result<DeviceEvent> RdmaDevice::native_get_async_event() {
     if (err == EAGAIN || err == EWOULDBLOCK) {
       maybe_pending_ = false;
       next_read_.reset();
-      return Error::would_block_on("ibv_get_async_event");
+      return Status::would_block<"ibv_get_async_event">();
     }
     return Error::from_errno("ibv_get_async_event", err, "device " + info_.name);
   }

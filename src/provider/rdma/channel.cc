@@ -48,7 +48,7 @@ Result<CmEvent> RdmaEventChannel::get_event() {
     if (err == EAGAIN || err == EWOULDBLOCK) {
       maybe_pending_ = false;
       next_read_.reset();
-      return Error::would_block_on("rdma_get_cm_event");  // every idle progress(): no allocation
+      return Status::would_block<"rdma_get_cm_event">();  // every idle progress(): no allocation
     }
     return Error::from_errno("rdma_get_cm_event", err);
   }

@@ -39,7 +39,7 @@ void SimDevice::raise(DeviceEventType type, uint32_t qpn, uint8_t port, const vo
 }
 
 Result<DeviceEvent> SimDevice::native_get_async_event() {
-  if (async_.empty()) return Error::would_block_on("ibv_get_async_event");
+  if (async_.empty()) return Status::would_block<"ibv_get_async_event">();
   DeviceEvent e = std::move(async_.front());
   async_.pop_front();
   set_readable(!async_.empty());

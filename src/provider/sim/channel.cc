@@ -103,7 +103,7 @@ void SimEventChannel::push(EventData ev) {
 
 Result<CmEvent> SimEventChannel::get_event() {
   if (pending_.empty())
-    return Error::would_block_on("rdma_get_cm_event");  // every idle progress(): no allocation
+    return Status::would_block<"rdma_get_cm_event">();  // every idle progress(): no allocation
   EventData ev = std::move(pending_.front());
   pending_.pop_front();
   --core.stats.events_pending;
