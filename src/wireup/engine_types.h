@@ -68,29 +68,22 @@ struct Peer {
   std::vector<uint8_t> address;  // what that rank's local_address() returned
 };
 
-// A connection's time stamps as its result keeps them, in 44 bytes instead of cm::Timings'
-// 64 plus the pair's first start: the attempt's first stamp in full, the other stamps (and
-// the first attempt's start, before it) as float offsets in ns from it. Exact to the
-// nanosecond for offsets under 2^24 ns (16.7 ms), within 6e-8 of the offset beyond (60 ns
-// at 1 s). Spans are cut from the decoded stamps, so the phases still add up. The base is
-// kept as two 32-bit halves so that the type is 4-byte aligned and packs into ConnResult.
+// A connection's time stamps as its result keeps them: the attempt's stamps and the pair's
+// first start, exact to the nanosecond. Offsets as floats kept a result in 64 bytes instead of
+// 96 and lost precision past 16.7 ms; at 10,000 ranks x 4 lanes the 32 bytes are 1.3 MB per
+// rank, small beside the 40,000 QPs' own memory, so the stamps stay exact (docs/results.md).
 class ResultTimings {
  public:
   ResultTimings() = default;
-  ResultTimings(const cm::Timings& t, Nanos first_start);
-  cm::Timings get() const;
+  ResultTimings(const cm::Timings& t, Nanos first_start) : stamps_(t), first_start_(first_start) {}
+  const cm::Timings& get() const { return stamps_; }
   // The pair's first attempt started (cm::kUnset if never recorded): the `total` phase.
-  Nanos first_start() const { return at(first_); }
+  Nanos first_start() const { return first_start_; }
 
  private:
-  static constexpr float kNone = std::numeric_limits<float>::quiet_NaN();
-  int64_t base() const { return static_cast<int64_t>((uint64_t{base_hi_} << 32) | base_lo_); }
-  Nanos at(float off) const { return std::isnan(off) ? cm::kUnset : Nanos(base() + static_cast<int64_t>(off)); }
-  uint32_t base_lo_ = 0, base_hi_ = 0;  // ns
-  std::array<float, 8> off_{kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone};  // cm::Timings' order; NaN: unset
-  float first_ = kNone;                // first_start - base (earlier: negative)
+  cm::Timings stamps_;
+  Nanos first_start_ = cm::kUnset;
 };
-static_assert(sizeof(ResultTimings) == 44 && alignof(ResultTimings) == 4, "ResultTimings packs into ConnResult");
 
 // What a connection's QP runs on and what ECE settled on it. Every connection to peers of one
 // kind shares it, so a result names it by index (Records::link, Engine::link) instead of
@@ -110,8 +103,9 @@ struct LinkInfo {
 // One established connection, as handed to the transport. Records are append-only: a
 // connection the engine had to take back (an RTU repair before hand-over) stays in the table,
 // marked `withdrawn`, so that indexes into it never move.
-// One per established endpoint, so kept small: 64 bytes (the device and ECE by index, lane
-// and attempts in 16 bits: the configuration caps them at 1,024 and 1,000). Its QP, while the
+// One per established endpoint, so kept small: 96 bytes, 72 of them the time stamps (the
+// device and ECE by index, lane and attempts in 16 bits: the configuration caps them at 1,024
+// and 1,000). Its QP, while the
 // engine holds it, is Engine::qp(index): the pair owns it, the result does not mirror it.
 struct ConnResult {
   ResultTimings timings;        // .get() for the stamps, .first_start() for the total
@@ -125,7 +119,7 @@ struct ConnResult {
   bool withdrawn = false;       // taken back before hand-over (see above; or its device was
                                 // removed before the transport took the QP); no QP
 };
-static_assert(sizeof(ConnResult) == 64, "a ConnResult grew");
+static_assert(sizeof(ConnResult) == 96, "a ConnResult grew");
 
 // A (peer, lane) that could not be connected, and why.
 struct PeerError {

@@ -2,35 +2,6 @@
 
 namespace wireup {
 
-namespace {
-constexpr size_t kStamps = 8;
-std::array<Nanos, kStamps> stamps(const cm::Timings& t) {
-  return {t.start, t.addr_resolved, t.route_resolved, t.qp_created, t.request, t.response, t.rts, t.established};
-}
-}  // namespace
-
-ResultTimings::ResultTimings(const cm::Timings& t, Nanos first_start) {
-  const auto s = stamps(t);
-  bool any = false;
-  int64_t base = 0;
-  for (Nanos x : s)
-    if (x != cm::kUnset && (!any || x.count() < base)) base = x.count(), any = true;
-  if (!any) return;
-  base_lo_ = static_cast<uint32_t>(static_cast<uint64_t>(base));
-  base_hi_ = static_cast<uint32_t>(static_cast<uint64_t>(base) >> 32);
-  for (size_t i = 0; i < kStamps; ++i)
-    if (s[i] != cm::kUnset) off_[i] = static_cast<float>(s[i].count() - base);
-  if (first_start != cm::kUnset) first_ = static_cast<float>(first_start.count() - base);
-}
-
-cm::Timings ResultTimings::get() const {
-  cm::Timings t;
-  Nanos* out[kStamps] = {&t.start, &t.addr_resolved, &t.route_resolved, &t.qp_created,
-                         &t.request, &t.response, &t.rts, &t.established};
-  for (size_t i = 0; i < kStamps; ++i) *out[i] = at(off_[i]);
-  return t;
-}
-
 const char* to_string(PeerError::Cause c) {
   using C = PeerError::Cause;
   switch (c) {
