@@ -4,6 +4,10 @@
 #   scripts/sanitize.sh [extra ctest args]        e.g. scripts/sanitize.sh -R config
 #   scripts/sanitize.sh --vm [extra ctest args]   the whole build, then the VM suite (tests/vm,
 #                                                 label in_vm) inside the soft-RoCE VM
+#   scripts/sanitize.sh --vm-ci                   the CI slice of that: the real provider's suites
+#                                                 (conformance.rdma: connect, ECE, reject, data
+#                                                 plane; engine.rdma; capi.rdma) built alone and
+#                                                 run in one boot; the MPI jobs stay in --vm
 # Env: ASAN_BUILD_DIR (default ./build-asan), WIREUP_JOBS (default nproc), ASAN_VM_MEM (guest MB for --vm, default 6144); ASAN_OPTIONS,
 # UBSAN_OPTIONS, LSAN_OPTIONS are added to the defaults below (later options win).
 #
@@ -16,8 +20,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 B=${ASAN_BUILD_DIR:-$ROOT/build-asan}
-vm=0
+vm=0 vm_ci=0
 if [ "${1:-}" = --vm ]; then vm=1; shift; fi
+if [ "${1:-}" = --vm-ci ]; then vm=1 vm_ci=1; shift; fi
+# The real provider's suites: every verbs and rdma_cm call wireup makes, through the
+# conformance scenarios, the engine on rxe and the C API. Their executables are all it builds.
+VM_CI_TESTS='^(conformance|engine|capi)\.rdma$'
+VM_CI_TARGETS=(conformance_rdma engine_rdma capi_tests)
 JOBS=${WIREUP_JOBS:-$(nproc)}
 
 # LSan runs at exit of every test process (on by default with ASan on Linux; explicit here).
@@ -90,7 +99,12 @@ done
 
 # --- --vm: everything, then tests/vm inside the VM ---------------------------------------
 if ((vm)); then
-  cmake --build "$B" -j "$JOBS"
+  if ((vm_ci)); then
+    cmake --build "$B" -j "$JOBS" --target "${VM_CI_TARGETS[@]}"
+    set -- -R "$VM_CI_TESTS" "$@"
+  else
+    cmake --build "$B" -j "$JOBS"
+  fi
   echo "sanitize.sh: configure + build took $(($(date +%s) - t0)) s"
   # The MPI jobs run under Open MPI 4.1, whose MPI_Init, MPI_Finalize and progress threads
   # allocate memory they never free. Its components stay loaded (disable_dlclose) and malloc

@@ -2,7 +2,8 @@
 # The test suite from a fresh clone: installs what is missing, builds, runs the unit tests on
 # the host and the real-stack suite inside the soft-RoCE VM (one boot); the two-node suite
 # across a pair of VMs (one boot of the pair); then the unit suite again under
-# ASan+UBSan+LSan (scripts/sanitize.sh, build-asan) and a short run of every fuzz target
+# ASan+UBSan+LSan (scripts/sanitize.sh, build-asan), the real provider's suites under them
+# inside the VM (scripts/sanitize.sh --vm-ci), and a short run of every fuzz target
 # (scripts/fuzz.sh, build-fuzz).
 #
 # Two slices (docs/testing.md lists what each holds):
@@ -12,7 +13,7 @@
 #                                        pair's long cases), in their own boots
 #   e.g. scripts/test.sh -L unit
 # Env: BUILD_DIR (default ./build), WIREUP_JOBS (default nproc);
-#      TEST_SANITIZE=0 skips the sanitizer suite, TEST_FUZZ_SECONDS (default 20 per target,
+#      TEST_SANITIZE=0 skips the sanitizer suites (TEST_SANITIZE_VM=0 only the one in the VM), TEST_FUZZ_SECONDS (default 20 per target,
 #      0 skips the fuzz run), TEST_TWONODE=0 skips the two-node suite. Exit status: non-zero
 #      if any of the parts failed.
 set -euo pipefail
@@ -87,6 +88,13 @@ if [ "${TEST_SANITIZE:-1}" != 0 ]; then
   run_part "$BUILD_DIR/test-sanitize.log" scripts/sanitize.sh
   asan_rc=$part_rc asan_secs=$part_secs
 fi
+# The real provider's suites under the same sanitizers, inside the VM (the same build dir, so
+# the unit stage's objects are reused).
+asanvm_rc=skip asanvm_secs=0
+if [ "${TEST_SANITIZE:-1}" != 0 ] && [ "${TEST_SANITIZE_VM:-1}" != 0 ]; then
+  run_part "$BUILD_DIR/test-sanitize-vm.log" scripts/sanitize.sh --vm-ci
+  asanvm_rc=$part_rc asanvm_secs=$part_secs
+fi
 fuzz_rc=skip fuzz_secs=0 fuzz_t=${TEST_FUZZ_SECONDS:-20}
 if [ "$fuzz_t" != 0 ]; then
   run_part "$BUILD_DIR/test-fuzz.log" scripts/fuzz.sh -t "$fuzz_t"
@@ -110,13 +118,19 @@ if [ "$asan_rc" != skip ]; then
 else
   printf '  %-22s %s\n' "sanitizers (unit)" "skipped (TEST_SANITIZE=0)"
 fi
+if [ "$asanvm_rc" != skip ]; then
+  printf '  %-22s %-16s %5d s  %s\n' "sanitizers (VM, rxe)" "$(status "$asanvm_rc")" "$asanvm_secs" \
+    "$(ctest_summary "$BUILD_DIR/test-sanitize-vm.log")"
+else
+  printf '  %-22s %s\n' "sanitizers (VM, rxe)" "skipped (TEST_SANITIZE=0 or TEST_SANITIZE_VM=0)"
+fi
 if [ "$fuzz_rc" != skip ]; then
   printf '  %-22s %-16s %5d s  %s\n' "fuzz (${fuzz_t} s/target)" "$(status "$fuzz_rc")" "$fuzz_secs" \
     "$(grep -E '^fuzz.sh: (no findings|[0-9]+ finding)' "$BUILD_DIR/test-fuzz.log" | tail -1 | sed 's/^fuzz.sh: //')"
 else
   printf '  %-22s %s\n' "fuzz" "skipped (TEST_FUZZ_SECONDS=0)"
 fi
-for rc in "$main_rc" "$twonode_rc" "$asan_rc" "$fuzz_rc"; do
+for rc in "$main_rc" "$twonode_rc" "$asan_rc" "$asanvm_rc" "$fuzz_rc"; do
   [ "$rc" = skip ] || [ "$rc" = 0 ] || exit 1
 done
 exit 0

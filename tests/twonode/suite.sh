@@ -18,6 +18,8 @@
 #              WRITE, RDMA READ each way) captured on eth0 with tcpdump, once with cm.tos = 106
 #              and once without cm.tos; every RoCE v2 packet, the CM's MADs included, must carry
 #              106 (DSCP 26, ECN 2), then the kernel's default (rdma_cm configfs default_roce_tos)
+#   a2a_repeat TWONODE_REPEAT_RUNS (default 20) runs of the 2 x 4 ranks x 4 lanes all-to-all in one
+#              boot (tests/mpi/repeat-a2a.sh): every run passes, the spread of wall times
 #   slurm_kill (by name only; fails with Slurm 22.05, which SIGKILLs the step when a rank's PMIx
 #              connection is lost) rank 7 of 2 x 4 killed mid-wireup under srun
 #              --kill-on-bad-exit=0: every survivor's notice and its delay, every pair among
@@ -97,6 +99,14 @@ case_a2a() {
     done
   done
   ((fails == 0))
+}
+
+# Flakiness across two kernels: TWONODE_REPEAT_RUNS (default 20) all-to-alls of 2 x 4 ranks x 4
+# lanes in one boot of the pair, every run checked as in a2a, the spread of wall times printed.
+case_a2a_repeat() {
+  "$REPO/tests/mpi/repeat-a2a.sh" --runs "${TWONODE_REPEAT_RUNS:-20}" --log "$B/twonode-repeat" -- \
+    --a2a "$A2A" --np 8 --lanes 4 --timeout 300 --host "10.0.1.1:4,10.0.1.2:4" 2>&1 | sed 's/^/[twonode]   /'
+  [ "${PIPESTATUS[0]}" = 0 ]
 }
 
 case_slurm() {

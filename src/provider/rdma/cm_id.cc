@@ -23,7 +23,12 @@ RdmaCmId::~RdmaCmId() {
 }
 
 void RdmaCmId::attach(RdmaEventChannel::Shared* ch) {
-  if (channel_ != nullptr) --channel_->ids;
+  if (channel_ != nullptr && --channel_->ids == 0 && channel_->owner == nullptr) {
+    // The channel's wrapper went before its ids (an owner's teardown bug, logged then) and
+    // left the native channel open for them: the last one to leave closes it.
+    rdma_destroy_event_channel(channel_->ch);
+    delete channel_;
+  }
   channel_ = ch;
   if (channel_ != nullptr) ++channel_->ids;
 }

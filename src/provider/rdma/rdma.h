@@ -155,7 +155,8 @@ class RdmaEventChannel final : public EventChannel {
  public:
   // What the channel's ids point at. Outlives the wrapper when the channel is destroyed with
   // ids still on it (an owner's teardown bug, logged at error level): the native channel and
-  // this record are then left alone so that those ids' rdma_destroy_id stays safe.
+  // this record are then left alone so that those ids' rdma_destroy_id stays safe, and the last
+  // of those ids closes both (RdmaCmId::attach).
   struct Shared {
     rdma_event_channel* ch = nullptr;
     RdmaEventChannel* owner = nullptr;  // null once the wrapper is gone
