@@ -26,8 +26,10 @@ nlohmann::ordered_json json_counts(const M& m) {
   return o;
 }
 
-// Rounded to the digits the human summary prints: finer ones are the clock's noise.
-double round_to(double v, double unit) { return std::round(v / unit) * unit; }
+// Rounded to `per_unit` steps per unit (1e6: microseconds of a second), the digits the human
+// summary prints: finer ones are the clock's noise. Dividing by the integer count of steps gives
+// the double nearest the decimal, which the JSON writer prints in its shortest form.
+double round_to(double v, double per_unit) { return std::round(v * per_unit) / per_unit; }
 
 // IB CM reject reasons (IBTA vol. 1, table 112), as rdma_cm reports them in REJECTED's status.
 std::string reject_reason_name(int r) {
@@ -95,9 +97,9 @@ void add_on_demand(nlohmann::ordered_json& o, const Summary& s) {
   o["crossed_won"] = s.crossed_won;
   o["crossed_yielded"] = s.crossed_yielded;
   o["ask_to_ready_us"] = {{"n", a.n},
-                          {"p50", round_to(a.p50_us, 0.1)},
-                          {"p99", round_to(a.p99_us, 0.1)},
-                          {"max", round_to(a.max_us, 0.1)}};
+                          {"p50", round_to(a.p50_us, 10)},
+                          {"p99", round_to(a.p99_us, 10)},
+                          {"max", round_to(a.max_us, 10)}};
 }
 
 }  // namespace
@@ -259,16 +261,16 @@ std::string to_json(const Summary& s) {
   o["connections"] = s.connections;
   o["failed"] = s.failed;
   o["lost"] = s.lost;
-  o["wall_s"] = round_to(s.job.wall_s, 1e-6);
-  o["conn_per_s"] = round_to(s.conn_per_s, 0.01);
-  o["cpu_user_s"] = round_to(s.user_s, 1e-6);
-  o["cpu_sys_s"] = round_to(s.sys_s, 1e-6);
+  o["wall_s"] = round_to(s.job.wall_s, 1e6);
+  o["conn_per_s"] = round_to(s.conn_per_s, 100);
+  o["cpu_user_s"] = round_to(s.user_s, 1e6);
+  o["cpu_sys_s"] = round_to(s.sys_s, 1e6);
   o["provider"] = s.job.provider;
   o["mode"] = s.job.mode;
   o["device"] = s.device;
   // Which out-of-band channel carried the addresses and the checks: "mpi" or "pmix" (rdma).
   o["bootstrap"] = s.job.provider == "sim" ? "none" : s.job.mode;
-  o["slowest_rank"] = {{"rank", s.slowest_rank}, {"wireup_s", round_to(s.slowest_rank_s, 1e-6)}};
+  o["slowest_rank"] = {{"rank", s.slowest_rank}, {"wireup_s", round_to(s.slowest_rank_s, 1e6)}};
   const CheckCounts& c = s.check;
   o["verified"] = s.job.verified && !checks_failed(s);
   o["check"] = {{"ran", s.job.verified},        {"qpn_ok", c.qpn_ok},           {"qpn_bad", c.qpn_bad},
@@ -293,9 +295,9 @@ std::string to_json(const Summary& s) {
     const PhaseStats& ph = s.phases[p];
     if (ph.n == 0) continue;
     phases[wireup_phase_name(static_cast<wireup_phase_t>(p))] = {{"n", ph.n},
-                                                                 {"p50", round_to(ph.p50_us, 0.1)},
-                                                                 {"p99", round_to(ph.p99_us, 0.1)},
-                                                                 {"max", round_to(ph.max_us, 0.1)}};
+                                                                 {"p50", round_to(ph.p50_us, 10)},
+                                                                 {"p99", round_to(ph.p99_us, 10)},
+                                                                 {"max", round_to(ph.max_us, 10)}};
   }
   o["connects_started"] = s.connects_started;
   o["retries"] = s.retries;
