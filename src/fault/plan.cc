@@ -7,6 +7,7 @@
 namespace wireup::fault {
 
 bool Plan::hit(Kind k, const void* site) {
+  if (!armed_) return false;
   const size_t i = static_cast<size_t>(k);
   const uint64_t n = ++calls_[i];
   sites_[i].insert(site);

@@ -27,6 +27,9 @@ class Plan {
   // Every wrapped call asks this once, before the real call: true when this one is to fail.
   // `site`: the caller's return address, to count the distinct places that make the call.
   bool hit(Kind k, const void* site);
+  // A disarmed plan neither counts nor fails anything: a check after the scenario (its own
+  // SENDs, its teardown) runs on the provider unhindered.
+  void set_armed(bool on) { armed_ = on; }
   // The error the real library gives for a failure of `k` (Kind's errno and call name).
   static Error error(Kind k, std::string peer = {});
 
@@ -41,6 +44,7 @@ class Plan {
   std::array<uint64_t, kKindCount> calls_{};
   std::array<std::set<const void*>, kKindCount> sites_{};
   bool injected_ = false;
+  bool armed_ = true;
 };
 
 }  // namespace wireup::fault
