@@ -20,13 +20,14 @@ uint64_t env_u64(const char* name, uint64_t dflt) {
 }
 
 // The n of one kind to run: all of 1..calls, or `cap` of them spread evenly, first and last
-// always in.
+// always in (cap 1: the first).
 std::vector<uint64_t> picks(uint64_t calls, uint64_t cap) {
   std::vector<uint64_t> out;
   if (cap == 0 || calls <= cap) {
     for (uint64_t n = 1; n <= calls; ++n) out.push_back(n);
     return out;
   }
+  if (cap == 1) return {1};
   for (uint64_t i = 0; i < cap; ++i) {
     uint64_t n = 1 + i * (calls - 1) / (cap - 1);
     if (out.empty() || out.back() != n) out.push_back(n);
