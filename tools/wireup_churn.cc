@@ -1,0 +1,442 @@
+// wireup_churn: ranks in one process connect and disconnect the same peers on demand, cycle
+// after cycle, with crossing requests and a rank that restarts in between; after each phase
+// the kernel's own counts of this process's RDMA objects (`rdma resource show`, by pid), the
+// open fds and the RSS must be back where they were. Public C API only (wireup/wireup.h).
+//
+//   wireup_churn [--ranks N] [--cycles C] [--phase P] [--restart-every K] [--rss-growth-kib N]
+//                [--config FILE]
+//
+// A cycle: every ring pair (i, i+1) connects (both ask at once on even cycles: the crossing
+// rule keeps one connection; on odd cycles the lower rank asks), every lane becomes READY,
+// then one side disconnects (alternating) and every lane is IDLE again. Every K cycles the
+// last rank is destroyed and created again (a new listener, a new address given to the
+// others). Every P cycles, and at the end, the counts are taken and compared with those
+// taken after the first phase. Exit 0 only when nothing drifted, no QP was released twice and
+// every lane got where it should within its bound.
+#include <dirent.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "wireup/wireup.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  uint32_t ranks = 4;
+  uint64_t cycles = 200;
+  uint64_t phase = 50;
+  uint64_t restart_every = 25;  // 0: never
+  uint64_t rss_growth_kib = 4096;  // allowed RSS growth after the first phase
+  const char* config = nullptr;
+};
+
+int failures = 0;
+#define CHURN_FAIL(...)             \
+  do {                              \
+    std::fprintf(stderr, "wireup_churn: FAILED: " __VA_ARGS__); \
+    std::fputc('\n', stderr);       \
+    ++failures;                     \
+  } while (0)
+
+// One rank's transport: its PD and CQ, and every QP it owns (made by the factory), each
+// destroyed once: when handed back unused (release) or when its lane closes (destroy_lane).
+struct Transport {
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  std::set<ibv_qp*> live;
+  std::map<uint64_t, ibv_qp*> lanes;  // (peer << 16 | lane) -> its handed-over QP
+  uint64_t created = 0, destroyed = 0, double_release = 0;
+
+  explicit Transport(ibv_context* ctx) : pd(ibv_alloc_pd(ctx)), cq(ibv_create_cq(ctx, 1024, nullptr, nullptr, 0)) {
+    if (pd == nullptr || cq == nullptr) CHURN_FAIL("ibv_alloc_pd/ibv_create_cq: %s", std::strerror(errno));
+  }
+  ~Transport() {
+    for (ibv_qp* q : live) ibv_destroy_qp(q);  // what a restarted rank still held
+    if (cq != nullptr) ibv_destroy_cq(cq);
+    if (pd != nullptr) ibv_dealloc_pd(pd);
+  }
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  void destroy(ibv_qp* q, const char* why) {
+    if (live.erase(q) == 0) {
+      ++double_release;
+      CHURN_FAIL("QP %p %s but not live (released or destroyed before)", static_cast<void*>(q), why);
+      return;
+    }
+    if (int rc = ibv_destroy_qp(q); rc != 0) CHURN_FAIL("ibv_destroy_qp (%s): %s", why, std::strerror(rc));
+    ++destroyed;
+  }
+  static int create(void* arg, const wireup_qp_request_t*, ibv_qp** out) {
+    auto* t = static_cast<Transport*>(arg);
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = t->cq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 4;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    ibv_qp* qp = ibv_create_qp(t->pd, &a);
+    if (qp == nullptr) return errno;
+    t->live.insert(qp);
+    ++t->created;
+    *out = qp;
+    return 0;
+  }
+  static void release(void* arg, const wireup_qp_request_t*, ibv_qp* qp) {
+    static_cast<Transport*>(arg)->destroy(qp, "handed back by the release callback");
+  }
+};
+
+struct Rank {
+  uint32_t rank = 0;
+  std::unique_ptr<Transport> t;
+  wireup_t* w = nullptr;
+  std::vector<uint8_t> addr;
+};
+
+struct Job {
+  Options o;
+  wireup_context_t* ctx = nullptr;
+  std::vector<Rank> ranks;
+  uint64_t job_key = 0x636875726eULL;
+  uint64_t created = 0, destroyed = 0, doubles = 0;  // QPs of transports gone (restarts)
+  uint64_t restarts = 0, ready_events = 0, closed_events = 0, failed_events = 0, idle_without_close = 0;
+};
+
+void on_lane(void* arg, const wireup_lane_event_t* ev);
+
+struct LaneArg {
+  Job* job;
+  uint32_t rank;
+};
+std::vector<std::unique_ptr<LaneArg>> lane_args;
+
+bool make_rank(Job& j, uint32_t r) {
+  Rank& k = j.ranks[r];
+  k.rank = r;
+  k.t = std::make_unique<Transport>(wireup_context_ibv_context(j.ctx));
+  wireup_params_t p;
+  wireup_params_init(&p);
+  p.rank = r;
+  p.nranks = j.o.ranks;
+  p.lanes = 1;
+  p.job_key = j.job_key;
+  p.qp_create = &Transport::create;
+  p.qp_release = &Transport::release;
+  p.qp_arg = k.t.get();
+  if (wireup_create(j.ctx, &p, &k.w) != WIREUP_OK) {
+    CHURN_FAIL("wireup_create rank %u: %s", r, wireup_last_error(nullptr));
+    return false;
+  }
+  lane_args.push_back(std::make_unique<LaneArg>(LaneArg{&j, r}));
+  (void)wireup_on_lane_event(k.w, &on_lane, lane_args.back().get());
+  k.addr.assign(WIREUP_ADDRESS_MAX, 0);
+  size_t len = k.addr.size();
+  if (wireup_local_address(k.w, k.addr.data(), &len) != WIREUP_OK) {
+    CHURN_FAIL("wireup_local_address rank %u: %s", r, wireup_last_error(k.w));
+    return false;
+  }
+  k.addr.resize(len);
+  return true;
+}
+
+void on_lane(void* arg, const wireup_lane_event_t* ev) {
+  auto* la = static_cast<LaneArg*>(arg);
+  Job& j = *la->job;
+  Rank& k = j.ranks[la->rank];
+  const uint64_t key = (uint64_t{ev->peer} << 16) | ev->lane;
+  if (ev->type == WIREUP_LANE_EVENT_READY) {
+    ++j.ready_events;
+    wireup_result_t res;
+    WIREUP_STRUCT_INIT(&res);
+    if (wireup_result_get(k.w, ev->index, &res) != WIREUP_OK) {
+      CHURN_FAIL("wireup_result_get: %s", wireup_last_error(k.w));
+      return;
+    }
+    if (k.t->lanes.count(key) != 0) CHURN_FAIL("rank %u: READY for peer %u lane %u twice", k.rank, ev->peer, ev->lane);
+    k.t->lanes[key] = res.qp;
+  } else if (ev->type == WIREUP_LANE_EVENT_CLOSED) {
+    ++j.closed_events;
+    auto it = k.t->lanes.find(key);
+    if (it == k.t->lanes.end()) return;  // closed before it was ever ready (a dropped ask)
+    ibv_qp* q = it->second;
+    k.t->lanes.erase(it);
+    k.t->destroy(q, "closed (LANE_CLOSED)");
+  } else {
+    ++j.failed_events;
+    CHURN_FAIL("rank %u: peer %u lane %u FAILED", k.rank, ev->peer, ev->lane);
+  }
+}
+
+bool start_all(Job& j) {
+  std::vector<wireup_peer_t> table;
+  for (auto& k : j.ranks) table.push_back({k.rank, k.addr.data(), k.addr.size()});
+  for (auto& k : j.ranks) {
+    if (wireup_set_peers(k.w, table.data(), table.size()) != WIREUP_OK || wireup_start(k.w) != WIREUP_OK) {
+      CHURN_FAIL("set_peers/start rank %u: %s", k.rank, wireup_last_error(k.w));
+      return false;
+    }
+  }
+  return true;
+}
+
+// Progresses every rank until `until()` or `bound` passes; sleeps only in poll() on their fds.
+template <class F>
+bool drive(Job& j, F until, std::chrono::seconds bound) {
+  const auto end = Clock::now() + bound;
+  while (Clock::now() < end) {
+    int work = 0;
+    for (auto& k : j.ranks) {
+      int n = 0;
+      if (wireup_progress(k.w, &n) != WIREUP_OK) {
+        CHURN_FAIL("wireup_progress rank %u: %s", k.rank, wireup_last_error(k.w));
+        return false;
+      }
+      work += n;
+    }
+    if (until()) return true;
+    if (work > 0) continue;
+    std::vector<pollfd> fds;
+    for (auto& k : j.ranks) fds.push_back(pollfd{wireup_fd(k.w), POLLIN, 0});
+    (void)poll(fds.data(), fds.size(), 5);
+  }
+  return until();
+}
+
+bool all_lanes(Job& j, wireup_lane_state_t want) {
+  for (uint32_t i = 0; i < j.o.ranks; ++i) {
+    const uint32_t n = (i + 1) % j.o.ranks;
+    if (wireup_lane_state(j.ranks[i].w, n, 0) != want || wireup_lane_state(j.ranks[n].w, i, 0) != want) return false;
+  }
+  return true;
+}
+
+void restart(Job& j, uint32_t r) {
+  Rank& k = j.ranks[r];
+  wireup_destroy(k.w);
+  k.w = nullptr;
+  j.created += k.t->created;
+  j.destroyed += k.t->destroyed + k.t->live.size();  // live ones: destroyed with the transport
+  j.doubles += k.t->double_release;
+  k.t.reset();  // its QPs, CQ and PD: the process holds none of them afterwards
+  if (!make_rank(j, r)) return;
+  std::vector<wireup_peer_t> table;
+  for (auto& o : j.ranks) table.push_back({o.rank, o.addr.data(), o.addr.size()});
+  if (wireup_set_peers(k.w, table.data(), table.size()) != WIREUP_OK || wireup_start(k.w) != WIREUP_OK)
+    CHURN_FAIL("restart rank %u: %s", r, wireup_last_error(k.w));
+  wireup_peer_t me{r, k.addr.data(), k.addr.size()};
+  for (auto& o : j.ranks)
+    if (o.rank != r && wireup_add_peer(o.w, &me) != WIREUP_OK) CHURN_FAIL("wireup_add_peer: %s", wireup_last_error(o.w));
+  ++j.restarts;
+}
+
+bool cycle(Job& j, uint64_t c) {
+  const uint32_t n = j.o.ranks;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t next = (i + 1) % n;
+    const uint32_t low = std::min(i, next), high = std::max(i, next);
+    (void)wireup_connect(j.ranks[low].w, high);
+    if (c % 2 == 0) (void)wireup_connect(j.ranks[high].w, low);  // crossing requests
+  }
+  if (!drive(j, [&] { return all_lanes(j, WIREUP_LANE_READY); }, std::chrono::seconds(60))) {
+    CHURN_FAIL("cycle %llu: lanes not READY within 60 s", static_cast<unsigned long long>(c));
+    return false;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t next = (i + 1) % n;
+    (void)wireup_disconnect(c % 4 < 2 ? j.ranks[i].w : j.ranks[next].w, c % 4 < 2 ? next : i);
+  }
+  if (!drive(j, [&] { return all_lanes(j, WIREUP_LANE_IDLE); }, std::chrono::seconds(60))) {
+    CHURN_FAIL("cycle %llu: lanes not IDLE within 60 s", static_cast<unsigned long long>(c));
+    return false;
+  }
+  // A handed-over QP is the transport's: one whose lane is idle again is destroyed now (its
+  // LANE_CLOSED event did it already, where one came).
+  for (auto& k : j.ranks)
+    for (auto it = k.t->lanes.begin(); it != k.t->lanes.end();) {
+      const auto peer = static_cast<uint32_t>(it->first >> 16), lane = static_cast<uint32_t>(it->first & 0xffff);
+      if (wireup_lane_state(k.w, peer, lane) != WIREUP_LANE_IDLE) {
+        ++it;
+        continue;
+      }
+      ++j.idle_without_close;
+      ibv_qp* q = it->second;
+      it = k.t->lanes.erase(it);
+      k.t->destroy(q, "idle without LANE_CLOSED");
+    }
+  return true;
+}
+
+// --- what the kernel and /proc say of this process ------------------------------------------
+
+struct Counts {
+  long cm_id = 0, qp = 0, cq = 0, pd = 0, mr = 0;
+  long fds = 0;
+  long rss_kib = 0;
+  std::string str() const {
+    char b[160];
+    std::snprintf(b, sizeof b, "cm_id %ld qp %ld cq %ld pd %ld mr %ld fds %ld rss %ld KiB", cm_id, qp, cq, pd, mr, fds,
+                  rss_kib);
+    return b;
+  }
+};
+
+// Objects of `kind` the kernel holds for this pid (`rdma -j resource show KIND`: one JSON
+// object per object, each with its "pid").
+long kernel_count(const char* kind) {
+  std::string cmd = std::string("rdma -j resource show ") + kind + " 2>/dev/null";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return -1;
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  if (pclose(f) != 0) return -1;
+  const std::string needle = "\"pid\":" + std::to_string(getpid());
+  long count = 0;
+  for (size_t at = out.find(needle); at != std::string::npos; at = out.find(needle, at + 1)) {
+    const char next = at + needle.size() < out.size() ? out[at + needle.size()] : '\0';
+    if (next == ',' || next == '}') ++count;
+  }
+  return count;
+}
+
+Counts measure() {
+  Counts c;
+  c.cm_id = kernel_count("cm_id");
+  c.qp = kernel_count("qp");
+  c.cq = kernel_count("cq");
+  c.pd = kernel_count("pd");
+  c.mr = kernel_count("mr");
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++c.fds;
+    closedir(d);
+    --c.fds;  // opendir's own
+  }
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    long size = 0, res = 0;
+    if (std::fscanf(f, "%ld %ld", &size, &res) == 2) c.rss_kib = res * (sysconf(_SC_PAGESIZE) / 1024);
+    std::fclose(f);
+  }
+  return c;
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto num = [&](uint64_t& v) {
+      if (i + 1 >= argc) return false;
+      char* end = nullptr;
+      v = std::strtoull(argv[++i], &end, 10);
+      return end != nullptr && *end == '\0';
+    };
+    uint64_t v = 0;
+    if (a == "--ranks" && num(v) && v >= 2 && v <= 64) o.ranks = static_cast<uint32_t>(v);
+    else if (a == "--cycles" && num(v) && v >= 1) o.cycles = v;
+    else if (a == "--phase" && num(v) && v >= 1) o.phase = v;
+    else if (a == "--restart-every" && num(v)) o.restart_every = v;
+    else if (a == "--rss-growth-kib" && num(v)) o.rss_growth_kib = v;
+    else if (a == "--config" && i + 1 < argc) o.config = argv[++i];
+    else {
+      std::fprintf(stderr,
+                   "wireup_churn: bad argument '%s'\nusage: wireup_churn [--ranks 2..64] [--cycles C] [--phase P] "
+                   "[--restart-every K] [--rss-growth-kib N] [--config FILE]\n",
+                   a.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Job j;
+  if (!parse(argc, argv, j.o)) return 2;
+  const char* overrides[] = {"engine.mode=on_demand", "log.level=error"};
+  wireup_context_params_t cp;
+  wireup_context_params_init(&cp);
+  cp.config_file = j.o.config;
+  cp.config_overrides = overrides;
+  cp.num_config_overrides = 2;
+  if (wireup_context_create(&cp, &j.ctx) != WIREUP_OK) {
+    std::fprintf(stderr, "wireup_churn: %s\n", wireup_last_error(nullptr));
+    return 1;
+  }
+  // librdmacm opens each device's PD on the first id bound to it (ucma_get_device in
+  // librdmacm/cma.c) and keeps it for the life of the process: one rank made and destroyed
+  // first, so that `before` already counts it.
+  j.ranks.resize(1);
+  if (!make_rank(j, 0)) return 1;
+  wireup_destroy(j.ranks[0].w);
+  j.ranks.clear();
+  const Counts before = measure();
+  j.ranks.resize(j.o.ranks);
+  for (uint32_t r = 0; r < j.o.ranks; ++r)
+    if (!make_rank(j, r)) return 1;
+  if (!start_all(j)) return 1;
+
+  std::optional<Counts> base;
+  const auto t0 = Clock::now();
+  for (uint64_t c = 0; c < j.o.cycles && failures == 0; ++c) {
+    if (j.o.restart_every != 0 && c > 0 && c % j.o.restart_every == 0) restart(j, j.o.ranks - 1);
+    if (!cycle(j, c)) break;
+    if ((c + 1) % j.o.phase == 0 || c + 1 == j.o.cycles) {
+      const Counts now = measure();
+      std::printf("cycle %llu: %s (%.1f s)\n", static_cast<unsigned long long>(c + 1), now.str().c_str(),
+                  std::chrono::duration<double>(Clock::now() - t0).count());
+      std::fflush(stdout);
+      if (!base) {
+        base = now;  // the first phase: every object the ranks keep exists by now
+        continue;
+      }
+      if (now.cm_id != base->cm_id || now.qp != base->qp || now.cq != base->cq || now.pd != base->pd ||
+          now.mr != base->mr || now.fds != base->fds)
+        CHURN_FAIL("after cycle %llu: %s, after the first phase: %s", static_cast<unsigned long long>(c + 1),
+                   now.str().c_str(), base->str().c_str());
+      // RSS: within --rss-growth-kib of the first phase (the allocator's noise; the engine's
+      // result table is append-only, 64 bytes a connection, so it grows with the cycles).
+      if (now.rss_kib > base->rss_kib + static_cast<long>(j.o.rss_growth_kib))
+        CHURN_FAIL("RSS grew from %ld to %ld KiB", base->rss_kib, now.rss_kib);
+    }
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  uint64_t created = j.created, destroyed = j.destroyed, doubles = j.doubles;
+  for (auto& k : j.ranks) {
+    wireup_destroy(k.w);
+    created += k.t->created;
+    destroyed += k.t->destroyed + k.t->live.size();
+    doubles += k.t->double_release;
+    k.t.reset();
+  }
+  const Counts after = measure();
+  wireup_context_destroy(j.ctx);
+  std::printf("before: %s\nafter:  %s\n", before.str().c_str(), after.str().c_str());
+  if (after.cm_id != before.cm_id || after.qp != before.qp || after.cq != before.cq || after.pd != before.pd ||
+      after.mr != before.mr)
+    CHURN_FAIL("the kernel holds more objects of this process once every rank is destroyed than before the first");
+  std::printf(
+      "wireup_churn: %u ranks, %llu cycles in %.1f s, %llu restarts, %llu READY / %llu CLOSED lane events, %llu QPs "
+      "created, %llu destroyed, %llu released twice, %llu idle lanes without LANE_CLOSED: %s\n",
+      j.o.ranks, static_cast<unsigned long long>(j.o.cycles), secs, static_cast<unsigned long long>(j.restarts),
+      static_cast<unsigned long long>(j.ready_events), static_cast<unsigned long long>(j.closed_events),
+      static_cast<unsigned long long>(created), static_cast<unsigned long long>(destroyed),
+      static_cast<unsigned long long>(doubles), static_cast<unsigned long long>(j.idle_without_close),
+      failures == 0 ? "ok" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
