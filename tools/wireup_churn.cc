@@ -31,86 +31,24 @@
 #include <vector>
 
 #include "wireup/wireup.h"
+#include "wireup_churn.h"
 
+namespace wireup_churn {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Options {
-  uint32_t ranks = 4;
-  uint64_t cycles = 200;
-  uint64_t phase = 50;
-  uint64_t restart_every = 25;  // 0: never
-  uint64_t rss_growth_kib = 4096;  // allowed RSS growth after the first phase
-  const char* config = nullptr;
-};
-
-int failures = 0;
-#define CHURN_FAIL(...)             \
-  do {                              \
-    std::fprintf(stderr, "wireup_churn: FAILED: " __VA_ARGS__); \
-    std::fputc('\n', stderr);       \
-    ++failures;                     \
-  } while (0)
-
-// One rank's transport: its PD and CQ, and every QP it owns (made by the factory), each
-// destroyed once: when handed back unused (release) or when its lane closes (destroy_lane).
-struct Transport {
-  ibv_pd* pd = nullptr;
-  ibv_cq* cq = nullptr;
-  std::set<ibv_qp*> live;
-  std::map<uint64_t, ibv_qp*> lanes;  // (peer << 16 | lane) -> its handed-over QP
-  uint64_t created = 0, destroyed = 0, double_release = 0;
-
-  explicit Transport(ibv_context* ctx) : pd(ibv_alloc_pd(ctx)), cq(ibv_create_cq(ctx, 1024, nullptr, nullptr, 0)) {
-    if (pd == nullptr || cq == nullptr) CHURN_FAIL("ibv_alloc_pd/ibv_create_cq: %s", std::strerror(errno));
-  }
-  ~Transport() {
-    for (ibv_qp* q : live) ibv_destroy_qp(q);  // what a restarted rank still held
-    if (cq != nullptr) ibv_destroy_cq(cq);
-    if (pd != nullptr) ibv_dealloc_pd(pd);
-  }
-  Transport(const Transport&) = delete;
-  Transport& operator=(const Transport&) = delete;
-
-  void destroy(ibv_qp* q, const char* why) {
-    if (live.erase(q) == 0) {
-      ++double_release;
-      CHURN_FAIL("QP %p %s but not live (released or destroyed before)", static_cast<void*>(q), why);
-      return;
-    }
-    if (int rc = ibv_destroy_qp(q); rc != 0) CHURN_FAIL("ibv_destroy_qp (%s): %s", why, std::strerror(rc));
-    ++destroyed;
-  }
-  static int create(void* arg, const wireup_qp_request_t*, ibv_qp** out) {
-    auto* t = static_cast<Transport*>(arg);
-    ibv_qp_init_attr a{};
-    a.send_cq = a.recv_cq = t->cq;
-    a.qp_type = IBV_QPT_RC;
-    a.cap.max_send_wr = a.cap.max_recv_wr = 4;
-    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-    ibv_qp* qp = ibv_create_qp(t->pd, &a);
-    if (qp == nullptr) return errno;
-    t->live.insert(qp);
-    ++t->created;
-    *out = qp;
-    return 0;
-  }
-  static void release(void* arg, const wireup_qp_request_t*, ibv_qp* qp) {
-    static_cast<Transport*>(arg)->destroy(qp, "handed back by the release callback");
-  }
-};
-
 struct Rank {
   uint32_t rank = 0;
   std::unique_ptr<Transport> t;
+  wireup_context_t* ctx = nullptr;
   wireup_t* w = nullptr;
   std::vector<uint8_t> addr;
 };
 
 struct Job {
   Options o;
-  wireup_context_t* ctx = nullptr;
+  Backend* be = nullptr;
   std::vector<Rank> ranks;
   uint64_t job_key = 0x636875726eULL;
   uint64_t created = 0, destroyed = 0, doubles = 0;  // QPs of transports gone (restarts)
@@ -128,7 +66,8 @@ std::vector<std::unique_ptr<LaneArg>> lane_args;
 bool make_rank(Job& j, uint32_t r) {
   Rank& k = j.ranks[r];
   k.rank = r;
-  k.t = std::make_unique<Transport>(wireup_context_ibv_context(j.ctx));
+  k.t = j.be->transport(r);
+  k.ctx = j.be->context(r);
   wireup_params_t p;
   wireup_params_init(&p);
   p.rank = r;
@@ -138,8 +77,8 @@ bool make_rank(Job& j, uint32_t r) {
   p.qp_create = &Transport::create;
   p.qp_release = &Transport::release;
   p.qp_arg = k.t.get();
-  if (wireup_create(j.ctx, &p, &k.w) != WIREUP_OK) {
-    CHURN_FAIL("wireup_create rank %u: %s", r, wireup_last_error(nullptr));
+  if (wireup_create(k.ctx, &p, &k.w) != WIREUP_OK) {
+    fail("wireup_create rank %u: %s", r, wireup_last_error(nullptr));
     return false;
   }
   lane_args.push_back(std::make_unique<LaneArg>(LaneArg{&j, r}));
@@ -147,7 +86,7 @@ bool make_rank(Job& j, uint32_t r) {
   k.addr.assign(WIREUP_ADDRESS_MAX, 0);
   size_t len = k.addr.size();
   if (wireup_local_address(k.w, k.addr.data(), &len) != WIREUP_OK) {
-    CHURN_FAIL("wireup_local_address rank %u: %s", r, wireup_last_error(k.w));
+    fail("wireup_local_address rank %u: %s", r, wireup_last_error(k.w));
     return false;
   }
   k.addr.resize(len);
@@ -164,10 +103,10 @@ void on_lane(void* arg, const wireup_lane_event_t* ev) {
     wireup_result_t res;
     WIREUP_STRUCT_INIT(&res);
     if (wireup_result_get(k.w, ev->index, &res) != WIREUP_OK) {
-      CHURN_FAIL("wireup_result_get: %s", wireup_last_error(k.w));
+      fail("wireup_result_get: %s", wireup_last_error(k.w));
       return;
     }
-    if (k.t->lanes.count(key) != 0) CHURN_FAIL("rank %u: READY for peer %u lane %u twice", k.rank, ev->peer, ev->lane);
+    if (k.t->lanes.count(key) != 0) fail("rank %u: READY for peer %u lane %u twice", k.rank, ev->peer, ev->lane);
     k.t->lanes[key] = res.qp;
   } else if (ev->type == WIREUP_LANE_EVENT_CLOSED) {
     ++j.closed_events;
@@ -178,7 +117,7 @@ void on_lane(void* arg, const wireup_lane_event_t* ev) {
     k.t->destroy(q, "closed (LANE_CLOSED)");
   } else {
     ++j.failed_events;
-    CHURN_FAIL("rank %u: peer %u lane %u FAILED", k.rank, ev->peer, ev->lane);
+    fail("rank %u: peer %u lane %u FAILED", k.rank, ev->peer, ev->lane);
   }
 }
 
@@ -187,34 +126,18 @@ bool start_all(Job& j) {
   for (auto& k : j.ranks) table.push_back({k.rank, k.addr.data(), k.addr.size()});
   for (auto& k : j.ranks) {
     if (wireup_set_peers(k.w, table.data(), table.size()) != WIREUP_OK || wireup_start(k.w) != WIREUP_OK) {
-      CHURN_FAIL("set_peers/start rank %u: %s", k.rank, wireup_last_error(k.w));
+      fail("set_peers/start rank %u: %s", k.rank, wireup_last_error(k.w));
       return false;
     }
   }
   return true;
 }
 
-// Progresses every rank until `until()` or `bound` passes; sleeps only in poll() on their fds.
-template <class F>
-bool drive(Job& j, F until, std::chrono::seconds bound) {
-  const auto end = Clock::now() + bound;
-  while (Clock::now() < end) {
-    int work = 0;
-    for (auto& k : j.ranks) {
-      int n = 0;
-      if (wireup_progress(k.w, &n) != WIREUP_OK) {
-        CHURN_FAIL("wireup_progress rank %u: %s", k.rank, wireup_last_error(k.w));
-        return false;
-      }
-      work += n;
-    }
-    if (until()) return true;
-    if (work > 0) continue;
-    std::vector<pollfd> fds;
-    for (auto& k : j.ranks) fds.push_back(pollfd{wireup_fd(k.w), POLLIN, 0});
-    (void)poll(fds.data(), fds.size(), 5);
-  }
-  return until();
+// Progresses every rank until `until()` holds (within the backend's bound).
+bool drive(Job& j, const std::function<bool()>& until) {
+  std::vector<wireup_t*> ws;
+  for (auto& k : j.ranks) ws.push_back(k.w);
+  return j.be->drive(ws, until);
 }
 
 bool all_lanes(Job& j, wireup_lane_state_t want) {
@@ -237,10 +160,10 @@ void restart(Job& j, uint32_t r) {
   std::vector<wireup_peer_t> table;
   for (auto& o : j.ranks) table.push_back({o.rank, o.addr.data(), o.addr.size()});
   if (wireup_set_peers(k.w, table.data(), table.size()) != WIREUP_OK || wireup_start(k.w) != WIREUP_OK)
-    CHURN_FAIL("restart rank %u: %s", r, wireup_last_error(k.w));
+    fail("restart rank %u: %s", r, wireup_last_error(k.w));
   wireup_peer_t me{r, k.addr.data(), k.addr.size()};
   for (auto& o : j.ranks)
-    if (o.rank != r && wireup_add_peer(o.w, &me) != WIREUP_OK) CHURN_FAIL("wireup_add_peer: %s", wireup_last_error(o.w));
+    if (o.rank != r && wireup_add_peer(o.w, &me) != WIREUP_OK) fail("wireup_add_peer: %s", wireup_last_error(o.w));
   ++j.restarts;
 }
 
@@ -252,16 +175,16 @@ bool cycle(Job& j, uint64_t c) {
     (void)wireup_connect(j.ranks[low].w, high);
     if (c % 2 == 0) (void)wireup_connect(j.ranks[high].w, low);  // crossing requests
   }
-  if (!drive(j, [&] { return all_lanes(j, WIREUP_LANE_READY); }, std::chrono::seconds(60))) {
-    CHURN_FAIL("cycle %llu: lanes not READY within 60 s", static_cast<unsigned long long>(c));
+  if (!drive(j, [&] { return all_lanes(j, WIREUP_LANE_READY); })) {
+    fail("cycle %llu: lanes not READY within the bound", static_cast<unsigned long long>(c));
     return false;
   }
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t next = (i + 1) % n;
     (void)wireup_disconnect(c % 4 < 2 ? j.ranks[i].w : j.ranks[next].w, c % 4 < 2 ? next : i);
   }
-  if (!drive(j, [&] { return all_lanes(j, WIREUP_LANE_IDLE); }, std::chrono::seconds(60))) {
-    CHURN_FAIL("cycle %llu: lanes not IDLE within 60 s", static_cast<unsigned long long>(c));
+  if (!drive(j, [&] { return all_lanes(j, WIREUP_LANE_IDLE); })) {
+    fail("cycle %llu: lanes not IDLE within the bound", static_cast<unsigned long long>(c));
     return false;
   }
   // A handed-over QP is the transport's: one whose lane is idle again is destroyed now (its
@@ -281,61 +204,6 @@ bool cycle(Job& j, uint64_t c) {
   return true;
 }
 
-// --- what the kernel and /proc say of this process ------------------------------------------
-
-struct Counts {
-  long cm_id = 0, qp = 0, cq = 0, pd = 0, mr = 0;
-  long fds = 0;
-  long rss_kib = 0;
-  std::string str() const {
-    char b[160];
-    std::snprintf(b, sizeof b, "cm_id %ld qp %ld cq %ld pd %ld mr %ld fds %ld rss %ld KiB", cm_id, qp, cq, pd, mr, fds,
-                  rss_kib);
-    return b;
-  }
-};
-
-// Objects of `kind` the kernel holds for this pid (`rdma -j resource show KIND`: one JSON
-// object per object, each with its "pid").
-long kernel_count(const char* kind) {
-  std::string cmd = std::string("rdma -j resource show ") + kind + " 2>/dev/null";
-  FILE* f = popen(cmd.c_str(), "r");
-  if (f == nullptr) return -1;
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  if (pclose(f) != 0) return -1;
-  const std::string needle = "\"pid\":" + std::to_string(getpid());
-  long count = 0;
-  for (size_t at = out.find(needle); at != std::string::npos; at = out.find(needle, at + 1)) {
-    const char next = at + needle.size() < out.size() ? out[at + needle.size()] : '\0';
-    if (next == ',' || next == '}') ++count;
-  }
-  return count;
-}
-
-Counts measure() {
-  Counts c;
-  c.cm_id = kernel_count("cm_id");
-  c.qp = kernel_count("qp");
-  c.cq = kernel_count("cq");
-  c.pd = kernel_count("pd");
-  c.mr = kernel_count("mr");
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++c.fds;
-    closedir(d);
-    --c.fds;  // opendir's own
-  }
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    long size = 0, res = 0;
-    if (std::fscanf(f, "%ld %ld", &size, &res) == 2) c.rss_kib = res * (sysconf(_SC_PAGESIZE) / 1024);
-    std::fclose(f);
-  }
-  return c;
-}
-
 bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -352,10 +220,12 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--restart-every" && num(v)) o.restart_every = v;
     else if (a == "--rss-growth-kib" && num(v)) o.rss_growth_kib = v;
     else if (a == "--config" && i + 1 < argc) o.config = argv[++i];
+    else if (a == "--provider" && i + 1 < argc && (std::strcmp(argv[i + 1], "rdma") == 0 || std::strcmp(argv[i + 1], "sim") == 0))
+      o.provider = argv[++i];
     else {
       std::fprintf(stderr,
                    "wireup_churn: bad argument '%s'\nusage: wireup_churn [--ranks 2..64] [--cycles C] [--phase P] "
-                   "[--restart-every K] [--rss-growth-kib N] [--config FILE]\n",
+                   "[--restart-every K] [--rss-growth-kib N] [--config FILE] [--provider rdma|sim]\n",
                    a.c_str());
       return false;
     }
@@ -364,20 +234,19 @@ bool parse(int argc, char** argv, Options& o) {
 }
 
 }  // namespace
+}  // namespace wireup_churn
 
 int main(int argc, char** argv) {
+  using namespace wireup_churn;
   Job j;
   if (!parse(argc, argv, j.o)) return 2;
-  const char* overrides[] = {"engine.mode=on_demand", "log.level=error"};
-  wireup_context_params_t cp;
-  wireup_context_params_init(&cp);
-  cp.config_file = j.o.config;
-  cp.config_overrides = overrides;
-  cp.num_config_overrides = 2;
-  if (wireup_context_create(&cp, &j.ctx) != WIREUP_OK) {
-    std::fprintf(stderr, "wireup_churn: %s\n", wireup_last_error(nullptr));
-    return 1;
+  std::unique_ptr<Backend> be = j.o.provider == "sim" ? make_sim_backend() : make_rdma_backend();
+  if (!be) {
+    std::fprintf(stderr, "wireup_churn: this build has no simulated fabric\n");
+    return 2;
   }
+  j.be = be.get();
+  if (!be->open(j.o)) return 1;
   // librdmacm opens each device's PD on the first id bound to it (ucma_get_device in
   // librdmacm/cma.c) and keeps it for the life of the process: one rank made and destroyed
   // first, so that `before` already counts it.
@@ -385,7 +254,7 @@ int main(int argc, char** argv) {
   if (!make_rank(j, 0)) return 1;
   wireup_destroy(j.ranks[0].w);
   j.ranks.clear();
-  const Counts before = measure();
+  const Counts before = be->measure();
   j.ranks.resize(j.o.ranks);
   for (uint32_t r = 0; r < j.o.ranks; ++r)
     if (!make_rank(j, r)) return 1;
@@ -397,7 +266,7 @@ int main(int argc, char** argv) {
     if (j.o.restart_every != 0 && c > 0 && c % j.o.restart_every == 0) restart(j, j.o.ranks - 1);
     if (!cycle(j, c)) break;
     if ((c + 1) % j.o.phase == 0 || c + 1 == j.o.cycles) {
-      const Counts now = measure();
+      const Counts now = be->measure();
       std::printf("cycle %llu: %s (%.1f s)\n", static_cast<unsigned long long>(c + 1), now.str().c_str(),
                   std::chrono::duration<double>(Clock::now() - t0).count());
       std::fflush(stdout);
@@ -405,14 +274,13 @@ int main(int argc, char** argv) {
         base = now;  // the first phase: every object the ranks keep exists by now
         continue;
       }
-      if (now.cm_id != base->cm_id || now.qp != base->qp || now.cq != base->cq || now.pd != base->pd ||
-          now.mr != base->mr || now.fds != base->fds)
-        CHURN_FAIL("after cycle %llu: %s, after the first phase: %s", static_cast<unsigned long long>(c + 1),
+      if (!now.same_objects(*base) || now.fds != base->fds)
+        fail("after cycle %llu: %s, after the first phase: %s", static_cast<unsigned long long>(c + 1),
                    now.str().c_str(), base->str().c_str());
       // RSS: within --rss-growth-kib of the first phase (the allocator's noise; the engine's
       // result table is append-only, 64 bytes a connection, so it grows with the cycles).
       if (now.rss_kib > base->rss_kib + static_cast<long>(j.o.rss_growth_kib))
-        CHURN_FAIL("RSS grew from %ld to %ld KiB", base->rss_kib, now.rss_kib);
+        fail("RSS grew from %ld to %ld KiB", base->rss_kib, now.rss_kib);
     }
   }
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -424,12 +292,11 @@ int main(int argc, char** argv) {
     doubles += k.t->double_release;
     k.t.reset();
   }
-  const Counts after = measure();
-  wireup_context_destroy(j.ctx);
+  const Counts after = be->measure();
+  be->close();
   std::printf("before: %s\nafter:  %s\n", before.str().c_str(), after.str().c_str());
-  if (after.cm_id != before.cm_id || after.qp != before.qp || after.cq != before.cq || after.pd != before.pd ||
-      after.mr != before.mr)
-    CHURN_FAIL("the kernel holds more objects of this process once every rank is destroyed than before the first");
+  if (!after.same_objects(before))
+    fail("the kernel holds more objects of this process once every rank is destroyed than before the first");
   std::printf(
       "wireup_churn: %u ranks, %llu cycles in %.1f s, %llu restarts, %llu READY / %llu CLOSED lane events, %llu QPs "
       "created, %llu destroyed, %llu released twice, %llu idle lanes without LANE_CLOSED: %s\n",
