@@ -122,3 +122,39 @@ TEST(FaultProvider, FailedReadKeepsTheEvent) {
 
 }  // namespace
 }  // namespace wireup::fsweep
+
+namespace wireup::fsweep {
+namespace {
+
+// The passive side's last calls come after ESTABLISHED (its QP to RTS, the migration): the
+// active side already holds the lane. A failure there must reach the active side (the RTU-lost
+// notice): the lane it has handed over is reported lost on its steady channel, the passive
+// side's PeerError names the call and errno, nothing is half-open. Before the fix the passive
+// side waited for a retry that never came, until the deadline, and the active side kept a lane
+// with nothing behind it.
+TEST(FaultSweep, PassiveFailureAfterEstablishedReachesThePeer) {
+  auto counting = std::make_shared<fault::Plan>();
+  {
+    auto f = make_sweep_fabric(counting, 3);
+    if (!f) GTEST_SKIP() << "SKIPPED LOUDLY: " << f.error().message();
+    ASSERT_TRUE(run_engine(**f, *counting).connected_all);
+  }
+  for (fault::Kind k : {fault::Kind::modify_qp, fault::Kind::init_qp_attr, fault::Kind::migrate}) {
+    const uint64_t calls = counting->calls(k);
+    ASSERT_GE(calls, 6u);
+    for (uint64_t n = calls - 5; n <= calls; ++n) {  // the passive RTS / migration of each pair
+      auto plan = std::make_shared<fault::Plan>(fault::Target{k, n});
+      auto f = make_sweep_fabric(plan, 3);
+      ASSERT_TRUE(f);
+      Outcome o = run_engine(**f, *plan);
+      EXPECT_TRUE(plan->injected());
+      EXPECT_TRUE(o.problem.empty()) << plan->describe() << ": " << o.problem;
+      EXPECT_FALSE(o.connected_all) << plan->describe();
+      EXPECT_TRUE(names_injected(*plan, o.failure)) << plan->describe() << ": " << o.failure;
+      EXPECT_NE(o.failure.find("rtu_lost"), std::string::npos) << o.failure;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace wireup::fsweep
