@@ -77,6 +77,7 @@ void sweep(const char* name, uint32_t nodes, Scenario run) {
                 static_cast<unsigned long long>(calls), counting->sites(ki.kind),
                 static_cast<unsigned long long>(k_runs), static_cast<unsigned long long>(absorbed),
                 static_cast<unsigned long long>(reported), static_cast<unsigned long long>(k_problems));
+    std::fflush(stdout);  // a row as each kind ends: a long sweep shows where it is
   }
   std::printf("%s: %llu call kinds, %llu call sites, %llu runs, %llu faults injected, %llu problems\n", name,
               static_cast<unsigned long long>(kinds), static_cast<unsigned long long>(sites),
