@@ -41,6 +41,7 @@ api
 host             topo config provider common
 capi             wireup host provider provider/rdma config common api
 testsupport      wireup capi provider/sim common
+fault            provider common
 bootstrap
 '
 

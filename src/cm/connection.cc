@@ -316,8 +316,11 @@ void Connection::on_event(const prov::CmEvent& ev) {
       return on_response(ev);
     case CmEventType::established:
       if (state_ != State::accepting) break;
-      if (Status s = qp::to_rts(*qp_, *id_, profile_.qp, &ans_.given, &ans_.answered); !s)
-        return fail(FailKind::local_error, s.error());
+      if (Status s = qp::to_rts(*qp_, *id_, profile_.qp, &ans_.given, &ans_.answered); !s) {
+        fail(FailKind::local_error, s.error());
+        failure_->after_peer_established = true;
+        return;
+      }
       t_.established = now();
       state_ = State::established;
       return;

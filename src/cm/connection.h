@@ -67,6 +67,9 @@ struct Failure {
   int status = 0;                     // event status: reject reason, or -errno
   std::vector<uint8_t> private_data;  // REJECTED: the peer's reason bytes
   Error error;                        // call / errno / peer / QPN
+  // Passive side: the failure came after ESTABLISHED (the RTU was in), so the peer holds an
+  // established lane and will not retry it on its own: it has to be told.
+  bool after_peer_established = false;
   std::string describe() const;
 };
 

@@ -161,7 +161,9 @@ void Engine::establish(Pair& p) {
     Waiting w{std::move(cs.last)};
     retire(std::move(c));
     pairs_.become(p, std::move(w));
-    return fail_pair(p, cm::Failure{cm::FailKind::local_error, 0, {}, m.error()});
+    cm::Failure f{cm::FailKind::local_error, 0, {}, m.error()};
+    f.after_peer_established = p.role == cm::Role::passive;  // the active side has its lane
+    return fail_pair(p, f);
   }
   if (p.role == cm::Role::active) {
     ++stats_[Counter::established_active];
@@ -226,6 +228,9 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f) {
     // lost (the peer will retry with a newer attempt) or every RTU was (the peer is
     // established and would never retry). Only the peer knows which: ask it (repair.h).
     if (f.kind == cm::FailKind::unreachable) start_notice(p);
+    // A local failure after ESTABLISHED (the QP to RTS, the migration): the peer's RTU came,
+    // so it holds the lane and will never retry; the same notice tells it ours is gone.
+    if (f.after_peer_established) start_notice(p);
     return;
   }
   // On demand the peer may not have seen our disconnect of the lane yet (its DISCONNECTED and

@@ -41,7 +41,10 @@ void Engine::start_notice(Pair& p) {
     n->attempt = p.attempt;
     n->tries = 0;
   }
-  if (n->tries == 0)
+  if (n->tries == 0 && n->unreachable.after_peer_established)
+    WIREUP_LOG(warn, "rank %u: %s: our side failed after the peer's RTU (%s); telling the peer", opt().rank,
+               pair_name(p.peer, p.lane, n->attempt).c_str(), n->unreachable.error.message().c_str());
+  else if (n->tries == 0)
     WIREUP_LOG(warn, "rank %u: %s: our REP retries ran out (every REP or every RTU lost); asking the peer",
                opt().rank, pair_name(p.peer, p.lane, n->attempt).c_str());
   ++n->tries;
@@ -114,6 +117,9 @@ void Engine::settle_notice(Pair& p, const cm::Failure& a) {
             a.describe() + "): the peer may hold the lane as connected";
       break;
   }
+  // Our own failure after the peer's RTU started the notice: it is the cause, and named.
+  if (n.unreachable.after_peer_established)
+    why = "our side failed after the peer's RTU for " + at + " (" + n.unreachable.error.message() + "); " + why;
   give_up(p, rtu_lost_failure(p, a.status, why), s.cause);
 }
 

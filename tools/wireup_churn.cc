@@ -1,0 +1,319 @@
+// wireup_churn: ranks in one process connect and disconnect the same peers on demand, cycle
+// after cycle, with crossing requests and a rank that restarts in between; after each phase
+// the kernel's own counts of this process's RDMA objects (`rdma resource show`, by pid), the
+// open fds and the RSS must be back where they were. Public C API only (wireup/wireup.h).
+//
+//   wireup_churn [--ranks N] [--cycles C] [--phase P] [--restart-every K] [--rss-growth-kib N]
+//                [--config FILE]
+//
+// A cycle: every ring pair (i, i+1) connects (both ask at once on even cycles: the crossing
+// rule keeps one connection; on odd cycles the lower rank asks), every lane becomes READY,
+// then one side disconnects (alternating) and every lane is IDLE again. Every K cycles the
+// last rank is destroyed and created again (a new listener, a new address given to the
+// others). Every P cycles, and at the end, the counts are taken and compared with those
+// taken after the first phase. Exit 0 only when nothing drifted, no QP was released twice and
+// every lane got where it should within its bound.
+#include <dirent.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "wireup/wireup.h"
+#include "wireup_churn.h"
+
+namespace wireup_churn {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAsan = true;
+#else
+constexpr bool kAsan = false;
+#endif
+
+using Clock = std::chrono::steady_clock;
+
+struct Rank {
+  uint32_t rank = 0;
+  std::unique_ptr<Transport> t;
+  wireup_context_t* ctx = nullptr;
+  wireup_t* w = nullptr;
+  std::vector<uint8_t> addr;
+};
+
+struct Job {
+  Options o;
+  Backend* be = nullptr;
+  std::vector<Rank> ranks;
+  uint64_t job_key = 0x636875726eULL;
+  uint64_t created = 0, destroyed = 0, doubles = 0;  // QPs of transports gone (restarts)
+  uint64_t restarts = 0, ready_events = 0, closed_events = 0, failed_events = 0, idle_without_close = 0;
+};
+
+void on_lane(void* arg, const wireup_lane_event_t* ev);
+
+struct LaneArg {
+  Job* job;
+  uint32_t rank;
+};
+std::vector<std::unique_ptr<LaneArg>> lane_args;
+
+bool make_rank(Job& j, uint32_t r) {
+  Rank& k = j.ranks[r];
+  k.rank = r;
+  k.t = j.be->transport(r);
+  k.ctx = j.be->context(r);
+  wireup_params_t p;
+  wireup_params_init(&p);
+  p.rank = r;
+  p.nranks = j.o.ranks;
+  p.lanes = 1;
+  p.job_key = j.job_key;
+  p.qp_create = &Transport::create;
+  p.qp_release = &Transport::release;
+  p.qp_arg = k.t.get();
+  if (wireup_create(k.ctx, &p, &k.w) != WIREUP_OK) {
+    fail("wireup_create rank %u: %s", r, wireup_last_error(nullptr));
+    return false;
+  }
+  lane_args.push_back(std::make_unique<LaneArg>(LaneArg{&j, r}));
+  (void)wireup_on_lane_event(k.w, &on_lane, lane_args.back().get());
+  k.addr.assign(WIREUP_ADDRESS_MAX, 0);
+  size_t len = k.addr.size();
+  if (wireup_local_address(k.w, k.addr.data(), &len) != WIREUP_OK) {
+    fail("wireup_local_address rank %u: %s", r, wireup_last_error(k.w));
+    return false;
+  }
+  k.addr.resize(len);
+  return true;
+}
+
+void on_lane(void* arg, const wireup_lane_event_t* ev) {
+  auto* la = static_cast<LaneArg*>(arg);
+  Job& j = *la->job;
+  Rank& k = j.ranks[la->rank];
+  const uint64_t key = (uint64_t{ev->peer} << 16) | ev->lane;
+  if (ev->type == WIREUP_LANE_EVENT_READY) {
+    ++j.ready_events;
+    wireup_result_t res;
+    WIREUP_STRUCT_INIT(&res);
+    if (wireup_result_get(k.w, ev->index, &res) != WIREUP_OK) {
+      fail("wireup_result_get: %s", wireup_last_error(k.w));
+      return;
+    }
+    if (k.t->lanes.count(key) != 0) fail("rank %u: READY for peer %u lane %u twice", k.rank, ev->peer, ev->lane);
+    k.t->lanes[key] = res.qp;
+  } else if (ev->type == WIREUP_LANE_EVENT_CLOSED) {
+    ++j.closed_events;
+    auto it = k.t->lanes.find(key);
+    if (it == k.t->lanes.end()) return;  // closed before it was ever ready (a dropped ask)
+    ibv_qp* q = it->second;
+    k.t->lanes.erase(it);
+    k.t->destroy(q, "closed (LANE_CLOSED)");
+  } else {
+    ++j.failed_events;
+    fail("rank %u: peer %u lane %u FAILED", k.rank, ev->peer, ev->lane);
+  }
+}
+
+bool start_all(Job& j) {
+  std::vector<wireup_peer_t> table;
+  for (auto& k : j.ranks) table.push_back({k.rank, k.addr.data(), k.addr.size()});
+  for (auto& k : j.ranks) {
+    if (wireup_set_peers(k.w, table.data(), table.size()) != WIREUP_OK || wireup_start(k.w) != WIREUP_OK) {
+      fail("set_peers/start rank %u: %s", k.rank, wireup_last_error(k.w));
+      return false;
+    }
+  }
+  return true;
+}
+
+// Progresses every rank until `until()` holds (within the backend's bound).
+bool drive(Job& j, const std::function<bool()>& until) {
+  std::vector<wireup_t*> ws;
+  for (auto& k : j.ranks) ws.push_back(k.w);
+  return j.be->drive(ws, until);
+}
+
+bool all_lanes(Job& j, wireup_lane_state_t want) {
+  for (uint32_t i = 0; i < j.o.ranks; ++i) {
+    const uint32_t n = (i + 1) % j.o.ranks;
+    if (wireup_lane_state(j.ranks[i].w, n, 0) != want || wireup_lane_state(j.ranks[n].w, i, 0) != want) return false;
+  }
+  return true;
+}
+
+void restart(Job& j, uint32_t r) {
+  Rank& k = j.ranks[r];
+  wireup_destroy(k.w);
+  k.w = nullptr;
+  j.created += k.t->created;
+  j.destroyed += k.t->destroyed + k.t->live.size();  // live ones: destroyed with the transport
+  j.doubles += k.t->double_release;
+  k.t.reset();  // its QPs, CQ and PD: the process holds none of them afterwards
+  if (!make_rank(j, r)) return;
+  std::vector<wireup_peer_t> table;
+  for (auto& o : j.ranks) table.push_back({o.rank, o.addr.data(), o.addr.size()});
+  if (wireup_set_peers(k.w, table.data(), table.size()) != WIREUP_OK || wireup_start(k.w) != WIREUP_OK)
+    fail("restart rank %u: %s", r, wireup_last_error(k.w));
+  wireup_peer_t me{r, k.addr.data(), k.addr.size()};
+  for (auto& o : j.ranks)
+    if (o.rank != r && wireup_add_peer(o.w, &me) != WIREUP_OK) fail("wireup_add_peer: %s", wireup_last_error(o.w));
+  ++j.restarts;
+}
+
+bool cycle(Job& j, uint64_t c) {
+  const uint32_t n = j.o.ranks;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t next = (i + 1) % n;
+    const uint32_t low = std::min(i, next), high = std::max(i, next);
+    (void)wireup_connect(j.ranks[low].w, high);
+    if (c % 2 == 0) (void)wireup_connect(j.ranks[high].w, low);  // crossing requests
+  }
+  if (!drive(j, [&] { return all_lanes(j, WIREUP_LANE_READY); })) {
+    fail("cycle %llu: lanes not READY within the bound", static_cast<unsigned long long>(c));
+    return false;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t next = (i + 1) % n;
+    (void)wireup_disconnect(c % 4 < 2 ? j.ranks[i].w : j.ranks[next].w, c % 4 < 2 ? next : i);
+  }
+  if (!drive(j, [&] { return all_lanes(j, WIREUP_LANE_IDLE); })) {
+    fail("cycle %llu: lanes not IDLE within the bound", static_cast<unsigned long long>(c));
+    return false;
+  }
+  // A handed-over QP is the transport's: one whose lane is idle again is destroyed now (its
+  // LANE_CLOSED event did it already, where one came).
+  for (auto& k : j.ranks)
+    for (auto it = k.t->lanes.begin(); it != k.t->lanes.end();) {
+      const auto peer = static_cast<uint32_t>(it->first >> 16), lane = static_cast<uint32_t>(it->first & 0xffff);
+      if (wireup_lane_state(k.w, peer, lane) != WIREUP_LANE_IDLE) {
+        ++it;
+        continue;
+      }
+      ++j.idle_without_close;
+      ibv_qp* q = it->second;
+      it = k.t->lanes.erase(it);
+      k.t->destroy(q, "idle without LANE_CLOSED");
+    }
+  return true;
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto num = [&](uint64_t& v) {
+      if (i + 1 >= argc) return false;
+      char* end = nullptr;
+      v = std::strtoull(argv[++i], &end, 10);
+      return end != nullptr && *end == '\0';
+    };
+    uint64_t v = 0;
+    if (a == "--ranks" && num(v) && v >= 2 && v <= 64) o.ranks = static_cast<uint32_t>(v);
+    else if (a == "--cycles" && num(v) && v >= 1) o.cycles = v;
+    else if (a == "--phase" && num(v) && v >= 1) o.phase = v;
+    else if (a == "--restart-every" && num(v)) o.restart_every = v;
+    else if (a == "--rss-growth-kib" && num(v)) o.rss_growth_kib = v;
+    else if (a == "--config" && i + 1 < argc) o.config = argv[++i];
+    else if (a == "--provider" && i + 1 < argc && (std::strcmp(argv[i + 1], "rdma") == 0 || std::strcmp(argv[i + 1], "sim") == 0))
+      o.provider = argv[++i];
+    else {
+      std::fprintf(stderr,
+                   "wireup_churn: bad argument '%s'\nusage: wireup_churn [--ranks 2..64] [--cycles C] [--phase P] "
+                   "[--restart-every K] [--rss-growth-kib N] [--config FILE] [--provider rdma|sim]\n",
+                   a.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+}  // namespace wireup_churn
+
+int main(int argc, char** argv) {
+  using namespace wireup_churn;
+  Job j;
+  if (!parse(argc, argv, j.o)) return 2;
+  std::unique_ptr<Backend> be = j.o.provider == "sim" ? make_sim_backend() : make_rdma_backend();
+  if (!be) {
+    std::fprintf(stderr, "wireup_churn: this build has no simulated fabric\n");
+    return 2;
+  }
+  j.be = be.get();
+  if (!be->open(j.o)) return 1;
+  // librdmacm opens each device's PD on the first id bound to it (ucma_get_device in
+  // librdmacm/cma.c) and keeps it for the life of the process: one rank made and destroyed
+  // first, so that `before` already counts it.
+  j.ranks.resize(1);
+  if (!make_rank(j, 0)) return 1;
+  wireup_destroy(j.ranks[0].w);
+  j.ranks.clear();
+  const Counts before = be->measure();
+  if (kAsan) std::printf("wireup_churn: built with AddressSanitizer: RSS printed, not checked (its quarantine keeps freed memory)\n");
+  j.ranks.resize(j.o.ranks);
+  for (uint32_t r = 0; r < j.o.ranks; ++r)
+    if (!make_rank(j, r)) return 1;
+  if (!start_all(j)) return 1;
+
+  std::optional<Counts> base;
+  const auto t0 = Clock::now();
+  uint64_t done = 0;  // cycles completed: a failure stops the run
+  for (uint64_t c = 0; c < j.o.cycles && failures == 0; ++c) {
+    if (j.o.restart_every != 0 && c > 0 && c % j.o.restart_every == 0) restart(j, j.o.ranks - 1);
+    if (!cycle(j, c)) break;
+    done = c + 1;
+    if ((c + 1) % j.o.phase == 0 || c + 1 == j.o.cycles) {
+      const Counts now = be->measure();
+      std::printf("cycle %llu: %s (%.1f s)\n", static_cast<unsigned long long>(c + 1), now.str().c_str(),
+                  std::chrono::duration<double>(Clock::now() - t0).count());
+      std::fflush(stdout);
+      if (!base) {
+        base = now;  // the first phase: every object the ranks keep exists by now
+        continue;
+      }
+      if (!now.same_objects(*base) || now.fds != base->fds)
+        fail("after cycle %llu: %s, after the first phase: %s", static_cast<unsigned long long>(c + 1),
+                   now.str().c_str(), base->str().c_str());
+      // RSS: within --rss-growth-kib of the first phase (the allocator's noise; the engine's
+      // result table is append-only, 64 bytes a connection, so it grows with the cycles).
+      // Under AddressSanitizer its quarantine holds freed memory: RSS says nothing there.
+      if (!kAsan && now.rss_kib > base->rss_kib + static_cast<long>(j.o.rss_growth_kib))
+        fail("RSS grew from %ld to %ld KiB", base->rss_kib, now.rss_kib);
+    }
+  }
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  uint64_t created = j.created, destroyed = j.destroyed, doubles = j.doubles;
+  for (auto& k : j.ranks) {
+    wireup_destroy(k.w);
+    created += k.t->created;
+    destroyed += k.t->destroyed + k.t->live.size();
+    doubles += k.t->double_release;
+    k.t.reset();
+  }
+  const Counts after = be->measure();
+  be->close();
+  std::printf("before: %s\nafter:  %s\n", before.str().c_str(), after.str().c_str());
+  if (!after.same_objects(before))
+    fail("the kernel holds more objects of this process once every rank is destroyed than before the first");
+  std::printf(
+      "wireup_churn: %u ranks, %llu cycles in %.1f s, %llu restarts, %llu READY / %llu CLOSED lane events, %llu QPs "
+      "created, %llu destroyed, %llu released twice, %llu idle lanes without LANE_CLOSED: %s\n",
+      j.o.ranks, static_cast<unsigned long long>(done), secs, static_cast<unsigned long long>(j.restarts),
+      static_cast<unsigned long long>(j.ready_events), static_cast<unsigned long long>(j.closed_events),
+      static_cast<unsigned long long>(created), static_cast<unsigned long long>(destroyed),
+      static_cast<unsigned long long>(doubles), static_cast<unsigned long long>(j.idle_without_close),
+      failures == 0 ? "ok" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
