@@ -15,6 +15,7 @@
 #include "ece/policy.h"
 #include "provider/provider.h"
 #include "qp/factory.h"
+#include "wireup/peer_down.h"
 #include "wireup/incast.h"
 #include "wireup/private_data.h"
 
@@ -156,9 +157,10 @@ struct PeerError {
 const char* to_string(PeerError::Cause c);
 
 // What the steady channel reports after wireup (DISCONNECTED, DEVICE_REMOVAL, ADDR_CHANGE...),
-// and what the listener is told (DEVICE_REMOVAL, ADDR_CHANGE: scope listener, no peer).
+// what the listener is told (DEVICE_REMOVAL, ADDR_CHANGE: scope listener, no peer), and that a
+// peer is gone as a whole (scope peer: once per peer, `down` says how many lanes and why).
 struct SteadyEvent {
-  enum class Scope : uint8_t { connection, listener };
+  enum class Scope : uint8_t { connection, listener, peer };
   uint32_t peer = 0;
   uint32_t lane = 0;
   prov::CmEventType type = prov::CmEventType::disconnected;
@@ -168,6 +170,7 @@ struct SteadyEvent {
   // Delivered as DISCONNECTED, status -ECONNRESET.
   bool rtu_lost = false;
   Scope scope = Scope::connection;
+  PeerDown down;  // scope peer only
 };
 
 // An asynchronous event of the device (ibv_get_async_event) handed to the transport: every
