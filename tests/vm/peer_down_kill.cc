@@ -99,10 +99,16 @@ int rank_main(int fd, uint32_t rank, uint32_t ranks, uint32_t lanes, const wireu
       w.progress();
       pollfd p[2] = {{w.fd(), POLLIN, 0}, {fd, POLLIN, 0}};
       ::poll(p, 2, 50);
-      if (p[1].revents != 0) break;
+      if (p[1].revents != 0) {
+        recv_msg(fd, m, 0);  // the parent's 'Q'
+        break;
+      }
     }
     w.progress();
     send_msg(fd, 'S', seen.data(), seen.size() * sizeof(Seen));
+    // Stay until every survivor has reported: a rank that left now would be the others' next
+    // peer down.
+    recv_msg(fd, m, 30000);
   } catch (const std::exception& e) {
     return std::fprintf(stderr, "rank %u: %s\n", rank, e.what()), 1;
   }
@@ -178,7 +184,9 @@ int main(int argc, char** argv) {
       std::vector<Seen> seen(m.size() / sizeof(Seen));
       std::memcpy(seen.data(), m.data(), m.size());
       if (seen.size() != 1) {
-        fail("rank " + std::to_string(r) + " saw " + std::to_string(seen.size()) + " peer-down events, not 1");
+        std::string which;
+        for (const Seen& s : seen) which += " " + std::to_string(s.peer);
+        fail("rank " + std::to_string(r) + " saw " + std::to_string(seen.size()) + " peer-down events, not 1:" + which);
         continue;
       }
       const Seen& s = seen[0];
@@ -191,6 +199,8 @@ int main(int argc, char** argv) {
       if (ms > 1000) fail("rank " + std::to_string(r) + " learnt of it after " + std::to_string(ms) + " ms");
     }
   }
+  for (uint32_t r = 0; r < ranks; ++r)
+    if (pids[r] != 0) send_msg(fds[r], 'X', nullptr, 0);
   for (uint32_t r = 0; r < ranks; ++r) {
     if (pids[r] == 0) continue;
     if (failed) ::kill(pids[r], SIGKILL);
