@@ -1,8 +1,36 @@
 #include "capi/liveness_service.h"
 
 #include "common/log.h"
+#include "wireup/rail_address.h"
 
 namespace wireup::capi {
+
+std::vector<uint8_t> wrap_address(const std::vector<uint8_t>& a, uint16_t port) {
+  std::vector<uint8_t> out(kLivenessAddressExtra + a.size());
+  out[0] = 3;
+  out[1] = 'L';
+  out[2] = static_cast<uint8_t>(port >> 8);
+  out[3] = static_cast<uint8_t>(port & 0xff);
+  std::copy(a.begin(), a.end(), out.begin() + kLivenessAddressExtra);
+  return out;
+}
+
+Result<Unwrapped> unwrap_address(std::span<const uint8_t> b) {
+  auto bad = [](const std::string& why) {
+    return Error::make(ErrorCode::invalid_argument, "liveness address", why);
+  };
+  if (b.size() < kLivenessAddressExtra || b[0] != 3 || b[1] != 'L')
+    return bad("no liveness endpoint (format 3): is liveness.enable the same on every rank?");
+  Unwrapped u;
+  u.engine_address.assign(b.begin() + kLivenessAddressExtra, b.end());
+  auto rails = decode_rails(u.engine_address);
+  if (!rails) return rails.error();
+  u.endpoint = rails->front().addr;
+  const uint16_t port = static_cast<uint16_t>(b[2] << 8 | b[3]);
+  if (port == 0) return bad("liveness endpoint with port 0");
+  u.endpoint.set_port(port);
+  return u;
+}
 
 Result<std::unique_ptr<LivenessService>> LivenessService::create(uint32_t rank, uint64_t job_key, liveness::Params p,
                                                                  const prov::SockAddr& local) {

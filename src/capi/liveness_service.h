@@ -27,6 +27,18 @@ struct LivenessStats {
   }
 };
 
+// The published address with the liveness endpoint (format 3, liveness.enable on every rank):
+//   byte 0: 3   byte 1: 'L'   bytes 2-3: the UDP port, big-endian   then the address as the
+//   engine publishes it (format 1 or 2); the endpoint's IP is its first rail's.
+inline constexpr size_t kLivenessAddressExtra = 4;
+std::vector<uint8_t> wrap_address(const std::vector<uint8_t>& engine_address, uint16_t udp_port);
+struct Unwrapped {
+  std::vector<uint8_t> engine_address;
+  prov::SockAddr endpoint;
+};
+// The error names what is missing or wrong, for the caller to attach the rank.
+Result<Unwrapped> unwrap_address(std::span<const uint8_t> bytes);
+
 class LivenessService {
  public:
   // Binds a UDP socket on `local`'s address (any port); nothing is sent before start().

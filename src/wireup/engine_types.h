@@ -15,6 +15,7 @@
 #include "ece/policy.h"
 #include "provider/provider.h"
 #include "qp/factory.h"
+#include "wireup/liveness.h"
 #include "wireup/peer_down.h"
 #include "wireup/incast.h"
 #include "wireup/private_data.h"
@@ -62,6 +63,10 @@ struct EngineOptions {
   // Who reads the device's async events (config device.async_events): the engine itself, or
   // the transport, which hands it those it read (prov::Device::post_async_event).
   prov::AsyncOwner async_events = prov::AsyncOwner::library;
+  // The liveness service (config liveness.*): run by the C API beside the engine, which only
+  // hears its verdicts (Engine::declare_down).
+  bool liveness = false;
+  liveness::Params liveness_params;
 };
 
 struct Peer {

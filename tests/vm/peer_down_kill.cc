@@ -3,7 +3,12 @@
 // must get exactly one WIREUP_EVENT_PEER_DOWN naming it (cause disconnected, all its lanes)
 // within a second, through the public C++ API (Wireup::on_peer_down).
 //
-//   peer_down_kill [--ranks N] [--lanes L] [--config FILE] [--set section.key=value]...
+//   peer_down_kill [--ranks N] [--lanes L] [--signal KILL|STOP] [--within-ms T]
+//                  [--config FILE] [--set section.key=value]...
+//
+// --signal STOP (with --set liveness.enable=true): the rank is stopped instead, as a node that
+// loses power is: no DREQ, no heartbeat; the survivors must each get one PEER_DOWN with cause
+// silent within T ms (the liveness deadline). The stopped rank is killed afterwards.
 //
 // The ranks are processes forked before any verbs call (each opens its own device context);
 // the parent only launches, exchanges addresses over one SOCK_SEQPACKET socketpair per rank,
@@ -119,11 +124,15 @@ int rank_main(int fd, uint32_t rank, uint32_t ranks, uint32_t lanes, const wireu
 
 int main(int argc, char** argv) {
   uint32_t ranks = 4, lanes = 2;
+  int sig = SIGKILL;
+  double within_ms = 1000;
   wireup::ContextParams cp;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--ranks") ranks = static_cast<uint32_t>(std::stoul(v));
     else if (k == "--lanes") lanes = static_cast<uint32_t>(std::stoul(v));
+    else if (k == "--signal" && (v == "KILL" || v == "STOP")) sig = v == "KILL" ? SIGKILL : SIGSTOP;
+    else if (k == "--within-ms") within_ms = std::stod(v);
     else if (k == "--config") cp.config_file = v;
     else if (k == "--set") cp.overrides.push_back(v);
     else return std::fprintf(stderr, "peer_down_kill: unknown option %s\n", k.c_str()), 64;
@@ -171,10 +180,13 @@ int main(int argc, char** argv) {
   if (!failed) {
     ::usleep(200000);
     const int64_t killed = mono_ns();
-    ::kill(pids[victim], SIGKILL);
-    ::waitpid(pids[victim], nullptr, 0);
-    pids[victim] = 0;
-    ::sleep(3);  // anything after the first event would be a duplicate
+    ::kill(pids[victim], sig);
+    if (sig == SIGKILL) {
+      ::waitpid(pids[victim], nullptr, 0);
+      pids[victim] = 0;
+    }
+    // Anything after the first event would be a duplicate.
+    ::usleep(static_cast<useconds_t>((within_ms + 2000) * 1000));
     for (uint32_t r = 0; r < victim; ++r) {
       send_msg(fds[r], 'Q', nullptr, 0);
       if (recv_msg(fds[r], m, 10000) != 'S' || m.size() % sizeof(Seen) != 0) {
@@ -192,12 +204,19 @@ int main(int argc, char** argv) {
       const Seen& s = seen[0];
       const double ms = (s.at_ns - killed) / 1e6;
       delays.push_back(ms);
-      std::printf("[vm] rank %u: rank %u down, %u lanes, cause %s, %.1f ms after SIGKILL\n", r, s.peer, s.lanes,
-                  wireup_peer_down_cause_name(static_cast<wireup_peer_down_cause_t>(s.cause)), ms);
-      if (s.peer != victim || s.lanes != lanes || s.cause != WIREUP_PEER_DOWN_DISCONNECTED)
+      std::printf("[vm] rank %u: rank %u down, %u lanes, cause %s, %.1f ms after SIG%s\n", r, s.peer, s.lanes,
+                  wireup_peer_down_cause_name(static_cast<wireup_peer_down_cause_t>(s.cause)), ms,
+                  sig == SIGKILL ? "KILL" : "STOP");
+      const int32_t cause = sig == SIGKILL ? WIREUP_PEER_DOWN_DISCONNECTED : WIREUP_PEER_DOWN_SILENT;
+      if (s.peer != victim || s.lanes != lanes || s.cause != cause)
         fail("rank " + std::to_string(r) + ": wrong peer, lanes or cause");
-      if (ms > 1000) fail("rank " + std::to_string(r) + " learnt of it after " + std::to_string(ms) + " ms");
+      if (ms > within_ms) fail("rank " + std::to_string(r) + " learnt of it after " + std::to_string(ms) + " ms");
     }
+  }
+  if (sig == SIGSTOP) {
+    ::kill(pids[victim], SIGKILL);
+    ::waitpid(pids[victim], nullptr, 0);
+    pids[victim] = 0;
   }
   for (uint32_t r = 0; r < ranks; ++r)
     if (pids[r] != 0) send_msg(fds[r], 'X', nullptr, 0);
@@ -210,9 +229,9 @@ int main(int argc, char** argv) {
   }
   if (!delays.empty()) {
     std::sort(delays.begin(), delays.end());
-    std::printf("[vm] peer_down_kill: %u ranks x %u lanes, rank %u killed: %zu survivors each told once, "
+    std::printf("[vm] peer_down_kill: %u ranks x %u lanes, rank %u %s: %zu survivors each told once, "
                 "%.1f / %.1f / %.1f ms (first / median / last)\n",
-                ranks, lanes, victim, delays.size(), delays.front(), delays[delays.size() / 2], delays.back());
+                ranks, lanes, victim, sig == SIGKILL ? "killed" : "stopped", delays.size(), delays.front(), delays[delays.size() / 2], delays.back());
   }
   std::printf("[vm] peer_down_kill: %s\n", failed ? "FAILED" : "passed");
   return failed ? 1 : 0;
