@@ -218,6 +218,11 @@ void Detector::note_suspect(uint32_t subject, uint32_t from, Nanos now, std::vec
   }
 }
 
+bool Detector::hears(uint32_t rank, Nanos now) const {
+  auto it = watch_.find(rank);
+  return it != watch_.end() && !it->second.suspected && now - it->second.heard < suspect_after();
+}
+
 void Detector::receive(const Msg& m, Nanos now, std::vector<Out>& out) {
   ++c_.received;
   if (m.from >= dead_.size() || m.from == rank_ || dead_[m.from]) {
@@ -234,8 +239,15 @@ void Detector::receive(const Msg& m, Nanos now, std::vector<Out>& out) {
         w.confirmations = 0;
         w.from_mask = 0;
       }
-      for (uint8_t i = 0; i < std::min<size_t>(m.ndigest, Msg::kMaxDigest); ++i)
-        if (m.digest[i] < dead_.size() && m.digest[i] != rank_) mark_dead(m.digest[i], now);
+      for (uint8_t i = 0; i < std::min<size_t>(m.ndigest, Msg::kMaxDigest); ++i) {
+        const uint32_t d = m.digest[i];
+        if (d >= dead_.size() || d == rank_ || dead_[d]) continue;
+        if (hears(d, now)) {
+          ++c_.refused;
+          continue;
+        }
+        mark_dead(d, now);
+      }
       return;
     }
     case Kind::suspect:
@@ -243,6 +255,10 @@ void Detector::receive(const Msg& m, Nanos now, std::vector<Out>& out) {
       return;
     case Kind::dead:
       if (m.subject >= dead_.size() || m.subject == rank_ || m.root >= dead_.size()) return;
+      if (hears(m.subject, now)) {
+        ++c_.refused;
+        return;
+      }
       mark_dead(m.subject, now);
       // Per tree, the first notice that reached us is the one we serve (a death declared by
       // two watchers at once spreads once per tree).

@@ -89,6 +89,7 @@ struct Counters {
   uint64_t declared = 0;    // deaths this rank declared (it completed the confirmation)
   uint64_t learnt = 0;      // deaths known here, however learnt
   uint64_t stale = 0;       // datagrams from ranks already dead, or not from this job's ranks
+  uint64_t refused = 0;     // deaths told of a rank this one hears itself (a one-way partition)
 };
 
 class Detector {
@@ -132,6 +133,9 @@ class Detector {
   void note_suspect(uint32_t subject, uint32_t from, Nanos now, std::vector<Out>& out);
   uint32_t needed() const { return p_.watchers >= 2 ? 2 : 1; }
   void send(uint32_t to, const Msg& m, std::vector<Out>& out);
+  // This rank watches `rank` and heard it within the suspicion threshold: a death told by others
+  // is refused (the tellers were cut off from it, as one side of a one-way partition is).
+  bool hears(uint32_t rank, Nanos now) const;
 
   uint32_t rank_;
   std::shared_ptr<const Ring> ring_;

@@ -159,23 +159,46 @@ TEST(LivenessDetector, DeadIsFinalAndTheRingCloses) {
   dead.from = 5;
   dead.subject = 1;
   dead.root = 1;
-  d.receive(dead, 1s, out);
+  d.receive(dead, 2500ms, out);  // rank 1 unheard since 0: the notice is taken
   EXPECT_TRUE(d.dead(1));
   EXPECT_EQ(d.watched(), (std::vector<uint32_t>{0, 7, 6}));
   const size_t forwarded = out.size();
-  d.receive(dead, 1100ms, out);
+  d.receive(dead, 2600ms, out);
   EXPECT_EQ(out.size(), forwarded) << "a tree is served once";
-  d.receive(heartbeat(1), 1200ms, out);
+  d.receive(heartbeat(1), 2700ms, out);
   EXPECT_EQ(d.counters().stale, 1u);
   EXPECT_TRUE(d.dead(1));
-  // Rank 6, watched from 1 s on, is not suspected before 1 s + 2.25 s.
+  // Rank 6, watched from 2.5 s on, is not suspected before 2.5 s + 2.25 s.
   out.clear();
-  for (Nanos t = 1s; t < 3200ms; t += 100ms) {
+  for (Nanos t = 2500ms; t < 4700ms; t += 100ms) {
     d.receive(heartbeat(0), t, out);
     d.receive(heartbeat(7), t, out);
     d.tick(t, out);
   }
   EXPECT_EQ(count(out, Kind::suspect), 0u);
+}
+
+// Told of a death of a rank it hears itself: refused (the tellers were cut off, it is not).
+TEST(LivenessDetector, ADeathOfARankWeHearIsRefused) {
+  Detector d(2, one_node(8), Params{});
+  d.start(0s);
+  std::vector<Out> out;
+  d.receive(heartbeat(1), 1s, out);
+  Msg dead;
+  dead.kind = Kind::dead;
+  dead.from = 5;
+  dead.subject = 1;
+  dead.root = 1;
+  d.receive(dead, 1500ms, out);
+  EXPECT_FALSE(d.dead(1));
+  EXPECT_EQ(d.counters().refused, 1u);
+  EXPECT_TRUE(out.empty()) << "a refused notice is not passed on";
+  Msg hb = heartbeat(0);
+  hb.ndigest = 1;
+  hb.digest[0] = 1;
+  d.receive(hb, 1600ms, out);
+  EXPECT_FALSE(d.dead(1));
+  EXPECT_EQ(d.counters().refused, 2u);
 }
 
 // The heartbeats' digest carries the deaths learnt lately, so a rank cut off from both trees
