@@ -53,21 +53,21 @@ wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn_ptr, void* arg) 
   return guarded(fn, &w->last_error, [&] {
     if (fn_ptr == nullptr) {
       w->engine->on_steady_event(nullptr);
+      w->engine->on_peer_down(nullptr);
       return WIREUP_OK;
     }
+    w->engine->on_peer_down([fn_ptr, arg](const PeerDown& d) {
+      wireup_event_t ev{};
+      ev.struct_size = sizeof ev;
+      ev.peer = d.peer;
+      ev.lane = WIREUP_EVENT_LANE_ALL;
+      ev.type = WIREUP_EVENT_PEER_DOWN;
+      ev.name = "PEER_DOWN";
+      ev.lanes_down = d.lanes;
+      ev.cause = down_cause(d.cause);
+      fn_ptr(arg, &ev);
+    });
     w->engine->on_steady_event([fn_ptr, arg](const SteadyEvent& e) {
-      if (e.scope == SteadyEvent::Scope::peer) {
-        wireup_event_t ev{};
-        ev.struct_size = sizeof ev;
-        ev.peer = e.down.peer;
-        ev.lane = WIREUP_EVENT_LANE_ALL;
-        ev.type = WIREUP_EVENT_PEER_DOWN;
-        ev.name = "PEER_DOWN";
-        ev.lanes_down = e.down.lanes;
-        ev.cause = down_cause(e.down.cause);
-        fn_ptr(arg, &ev);
-        return;
-      }
       const bool listener = e.scope == SteadyEvent::Scope::listener;
       const wireup_event_t ev{sizeof(wireup_event_t), listener ? WIREUP_EVENT_PEER_LISTENER : e.peer, listener ? WIREUP_EVENT_PEER_LISTENER : e.lane,
                               e.rtu_lost ? WIREUP_EVENT_RTU_LOST : event_type(e.type), e.status,

@@ -125,6 +125,7 @@ void wireup_destroy(wireup_t* w) {
     capi::close_lanes(w);
     capi::hand_over_new_results(w);  // what connected in the last call too: close() releases only the rest
     w->engine->on_steady_event(nullptr);  // the transport may be tearing its callback state down
+    w->engine->on_peer_down(nullptr);
     w->engine->on_device_report(nullptr);
     w->engine->on_lane_event(nullptr);
     w->engine->on_address_needed(nullptr);

@@ -98,6 +98,8 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   const std::vector<PeerError>& errors() const { return records_.errors(); }
   const Stats& stats() const { return stats_; }
   void on_steady_event(SteadyCallback cb) { records_.on_steady_event(std::move(cb)); }
+  // Each peer gone after wireup, once (engine_peer_failed.cc), from progress().
+  void on_peer_down(Records::PeerDownCallback cb) { records_.on_peer_down(std::move(cb)); }
   // The device's async events the engine does not answer itself (engine_device.cc). Called
   // from progress(), possibly another engine's on the same device (they share its events).
   void on_device_report(DeviceCallback cb) { records_.on_device_event(std::move(cb)); }

@@ -100,14 +100,14 @@ void Engine::on_listener_event(prov::CmEvent& ev) {
       WIREUP_LOG(error, "rank %u: DEVICE_REMOVAL on the listener (%s, device %s): no more requests accepted",
                  opt().rank, ev.id->local_addr().to_string().c_str(), dev.c_str());
       if (channels_.setup) channels_.setup->listener_removed = true;
-      records_.report(SteadyEvent{0, 0, ev.type, ev.status, false, SteadyEvent::Scope::listener, {}});
+      records_.report(SteadyEvent{0, 0, ev.type, ev.status, false, SteadyEvent::Scope::listener});
       return lose_device("the device " + dev + " was removed (DEVICE_REMOVAL on the listener)");
     }
     case CmEventType::addr_change:
       ++stats_[Counter::addr_changes];
       WIREUP_LOG(warn, "rank %u: ADDR_CHANGE on the listener (%s): the published address may no longer reach it",
                  opt().rank, ev.id->local_addr().to_string().c_str());
-      records_.report(SteadyEvent{0, 0, ev.type, ev.status, false, SteadyEvent::Scope::listener, {}});
+      records_.report(SteadyEvent{0, 0, ev.type, ev.status, false, SteadyEvent::Scope::listener});
       return;
     default:
       WIREUP_LOG(warn, "rank %u: listener event %s", opt().rank, ev.describe().c_str());

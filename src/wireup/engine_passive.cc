@@ -70,7 +70,7 @@ void Engine::answer_steady(prov::CmEvent& ev) {
     // Answer the DREQ so the peer's DISCONNECTED does not wait for its DREQ timeout.
     (void)e->id->disconnect();
   }
-  records_.report(SteadyEvent{p->peer, p->lane, ev.type, ev.status, false, SteadyEvent::Scope::connection, {}});
+  records_.report(SteadyEvent{p->peer, p->lane, ev.type, ev.status, false, SteadyEvent::Scope::connection});
   if (dropped) lane_dropped(*p);
   if (ev.type == CmEventType::device_removal) return remove_established(*p);
   if (ev.type == CmEventType::disconnected && opt().on_demand) return close_steady_lane(*p);

@@ -62,14 +62,7 @@ void Engine::lane_dropped(const Pair& p) {
   report_down(*d);
 }
 
-void Engine::report_down(const PeerDown& d) {
-  SteadyEvent ev;
-  ev.peer = d.peer;
-  ev.lane = 0;
-  ev.scope = SteadyEvent::Scope::peer;
-  ev.down = d;
-  records_.report(ev);
-}
+void Engine::report_down(const PeerDown& d) { records_.report(d); }
 
 int Engine::deliver_downs() {
   if (downs_due_.empty()) return 0;

@@ -162,10 +162,10 @@ struct PeerError {
 const char* to_string(PeerError::Cause c);
 
 // What the steady channel reports after wireup (DISCONNECTED, DEVICE_REMOVAL, ADDR_CHANGE...),
-// what the listener is told (DEVICE_REMOVAL, ADDR_CHANGE: scope listener, no peer), and that a
-// peer is gone as a whole (scope peer: once per peer, `down` says how many lanes and why).
+// and what the listener is told (DEVICE_REMOVAL, ADDR_CHANGE: scope listener, no peer). That a
+// peer is gone as a whole is reported apart (Records::PeerDownCallback, peer_down.h).
 struct SteadyEvent {
-  enum class Scope : uint8_t { connection, listener, peer };
+  enum class Scope : uint8_t { connection, listener };
   uint32_t peer = 0;
   uint32_t lane = 0;
   prov::CmEventType type = prov::CmEventType::disconnected;
@@ -175,7 +175,6 @@ struct SteadyEvent {
   // Delivered as DISCONNECTED, status -ECONNRESET.
   bool rtu_lost = false;
   Scope scope = Scope::connection;
-  PeerDown down;  // scope peer only
 };
 
 // An asynchronous event of the device (ibv_get_async_event) handed to the transport: every

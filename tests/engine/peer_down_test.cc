@@ -11,7 +11,7 @@ namespace {
 using namespace std::chrono_literals;
 
 struct Seen {
-  std::vector<SteadyEvent> downs;  // scope peer
+  std::vector<PeerDown> downs;
   size_t disconnects = 0;
   Nanos first_down{-1};
 };
@@ -30,16 +30,15 @@ void settle(SimEngineFabric& f, Job& job, Nanos span) {
 
 std::vector<Seen> listen(SimEngineFabric& f, Job& job) {
   std::vector<Seen> seen(job.ranks.size());
-  for (uint32_t r = 0; r < job.ranks.size(); ++r)
-    job.ranks[r].engine->on_steady_event([&f, &seen, r](const SteadyEvent& e) {
-      Seen& s = seen[r];
-      if (e.scope == SteadyEvent::Scope::peer) {
-        s.downs.push_back(e);
-        if (s.first_down < Nanos{0}) s.first_down = f.fabric().now();
-      } else if (e.type == prov::CmEventType::disconnected) {
-        ++s.disconnects;
-      }
+  for (uint32_t r = 0; r < job.ranks.size(); ++r) {
+    job.ranks[r].engine->on_peer_down([&f, &seen, r](const PeerDown& d) {
+      seen[r].downs.push_back(d);
+      if (seen[r].first_down < Nanos{0}) seen[r].first_down = f.fabric().now();
     });
+    job.ranks[r].engine->on_steady_event([&seen, r](const SteadyEvent& e) {
+      seen[r].disconnects += e.type == prov::CmEventType::disconnected;
+    });
+  }
   return seen;
 }
 
@@ -59,9 +58,9 @@ TEST(PeerDown, ADeadProcessIsReportedOncePerSurvivorWithAllItsLanes) {
     if (rk == kVictim) continue;
     const Seen& s = seen[rk];
     ASSERT_EQ(s.downs.size(), 1u) << "rank " << rk;
-    EXPECT_EQ(s.downs[0].down.peer, kVictim);
-    EXPECT_EQ(s.downs[0].down.lanes, kLanes);
-    EXPECT_EQ(s.downs[0].down.cause, PeerDownCause::disconnected);
+    EXPECT_EQ(s.downs[0].peer, kVictim);
+    EXPECT_EQ(s.downs[0].lanes, kLanes);
+    EXPECT_EQ(s.downs[0].cause, PeerDownCause::disconnected);
     EXPECT_EQ(s.disconnects, kLanes) << "the per-lane events still come";
     EXPECT_LT(s.first_down - died, 1s) << "rank " << rk;
     const Engine& e = *job->ranks[rk].engine;
@@ -89,10 +88,10 @@ TEST(PeerDown, ReportedFirstThenDisconnectedIsOneEvent) {
   job->ranks[1].engine.reset();
   settle(f, *job, 3s);
   ASSERT_EQ(seen[0].downs.size(), 1u);
-  EXPECT_EQ(seen[0].downs[0].down.cause, PeerDownCause::reported);
-  EXPECT_EQ(seen[0].downs[0].down.lanes, 2u);
+  EXPECT_EQ(seen[0].downs[0].cause, PeerDownCause::reported);
+  EXPECT_EQ(seen[0].downs[0].lanes, 2u);
   ASSERT_EQ(seen[2].downs.size(), 1u);
-  EXPECT_EQ(seen[2].downs[0].down.cause, PeerDownCause::disconnected);
+  EXPECT_EQ(seen[2].downs[0].cause, PeerDownCause::disconnected);
   // A second source for the same peer is absorbed.
   EXPECT_FALSE(job->ranks[2].engine->declare_down(1, PeerDownCause::silent));
   // Rank 0 leaves properly: rank 2 sees it go, rank 0 itself reports nobody.
@@ -100,7 +99,7 @@ TEST(PeerDown, ReportedFirstThenDisconnectedIsOneEvent) {
   settle(f, *job, 3s);
   EXPECT_EQ(seen[0].downs.size(), 1u) << "our own disconnects say nothing of the peers";
   ASSERT_EQ(seen[2].downs.size(), 2u);
-  EXPECT_EQ(seen[2].downs[1].down.peer, 0u);
+  EXPECT_EQ(seen[2].downs[1].peer, 0u);
 }
 
 // A silent peer (the liveness service's verdict) with no DREQ ever: one event, cause silent,
@@ -117,8 +116,8 @@ TEST(PeerDown, SilentIsDeclaredOnceAndAbsorbsLaterDisconnects) {
   EXPECT_FALSE(job->ranks[0].engine->declare_down(0, PeerDownCause::silent)) << "never itself";
   settle(f, *job, 10ms);
   ASSERT_EQ(seen[0].downs.size(), 1u);
-  EXPECT_EQ(seen[0].downs[0].down.cause, PeerDownCause::silent);
-  EXPECT_EQ(seen[0].downs[0].down.lanes, 2u);
+  EXPECT_EQ(seen[0].downs[0].cause, PeerDownCause::silent);
+  EXPECT_EQ(seen[0].downs[0].lanes, 2u);
   job->ranks[1].engine.reset();
   settle(f, *job, 3s);
   EXPECT_EQ(seen[0].downs.size(), 1u);
