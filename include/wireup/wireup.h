@@ -77,8 +77,9 @@ extern "C" {
 struct ibv_context;
 struct ibv_qp;
 
-/* The most bytes wireup_local_address() writes: allgather this many per rank. */
-#define WIREUP_ADDRESS_MAX 20
+/* The most bytes wireup_local_address() writes: allgather this many per rank. 20 without the
+ * liveness service; 24 with it (liveness.enable: its UDP endpoint travels in the address). */
+#define WIREUP_ADDRESS_MAX 24
 
 typedef enum wireup_status {
   WIREUP_OK = 0,

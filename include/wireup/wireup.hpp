@@ -119,6 +119,14 @@ using QpFactory = std::function<struct ibv_qp*(const QpRequest&)>;
 using QpRelease = std::function<void(const QpRequest&, struct ibv_qp*)>;
 using EventHandler = std::function<void(const wireup_event_t&)>;
 using LaneHandler = std::function<void(const wireup_lane_event_t&)>;
+// A peer is gone as a whole (WIREUP_EVENT_PEER_DOWN): once per peer, from progress().
+struct PeerDown {
+  uint32_t peer = 0;
+  uint32_t lanes = 0;  // its established lanes it took with it
+  wireup_peer_down_cause_t cause = WIREUP_PEER_DOWN_NONE;
+  const char* cause_name() const { return wireup_peer_down_cause_name(cause); }
+};
+using PeerDownHandler = std::function<void(const PeerDown&)>;
 // Asked for a peer whose address the handle lacks: answer with Wireup::add_peer, now or later.
 using AddressHandler = std::function<void(uint32_t peer)>;
 
@@ -230,7 +238,13 @@ class Wireup {
   // Steady-state events (DISCONNECTED, ...), delivered from progress(); nullptr stops them.
   void on_event(EventHandler h) {
     cb_->event = std::move(h);
-    detail::check(wireup_on_event(w_, cb_->event ? &Wireup::event_tramp : nullptr, cb_.get()), w_);
+    register_events();
+  }
+  // Only the peer-down events, beside on_event's handler (which gets them too); nullptr stops
+  // them.
+  void on_peer_down(PeerDownHandler h) {
+    cb_->peer_down = std::move(h);
+    register_events();
   }
   wireup_counters_t counters() const {
     wireup_counters_t c;
@@ -283,6 +297,7 @@ class Wireup {
     QpFactory factory;
     QpRelease release;
     EventHandler event;
+    PeerDownHandler peer_down;
     LaneHandler lane;
     AddressHandler address;
     std::exception_ptr pending;  // thrown by a callback, rethrown by progress()
@@ -308,10 +323,16 @@ class Wireup {
       if (!cb->pending) cb->pending = std::current_exception();
     }
   }
+  void register_events() {
+    const bool any = cb_->event || cb_->peer_down;
+    detail::check(wireup_on_event(w_, any ? &Wireup::event_tramp : nullptr, cb_.get()), w_);
+  }
   static void event_tramp(void* arg, const wireup_event_t* ev) {
     auto* cb = static_cast<Callbacks*>(arg);
     try {
-      cb->event(*ev);
+      if (cb->peer_down && ev->type == WIREUP_EVENT_PEER_DOWN && WIREUP_HAS_FIELD(ev, cause))
+        cb->peer_down(PeerDown{ev->peer, ev->lanes_down, ev->cause});
+      if (cb->event) cb->event(*ev);
     } catch (...) {
       if (!cb->pending) cb->pending = std::current_exception();
     }

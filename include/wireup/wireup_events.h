@@ -21,12 +21,38 @@ typedef enum wireup_event_type {
   WIREUP_EVENT_ADDR_CHANGE = 3,    /* the local address moved (a bonding failover) */
   WIREUP_EVENT_TIMEWAIT_EXIT = 4,  /* the QP left timewait: its QPN may be reused */
   WIREUP_EVENT_OTHER = 5,          /* any other CM event of an established connection */
-  WIREUP_EVENT_RTU_LOST = 6        /* name "RTU_LOST", status -ECONNRESET: the peer never got
+  WIREUP_EVENT_RTU_LOST = 6,       /* name "RTU_LOST", status -ECONNRESET: the peer never got
                                       this handed-over connection's RTU and has no connection
                                       behind it; wireup does not reconnect it: stop using the
                                       lane, move its QP to ERR, destroy it when done (the CM's
                                       own DISCONNECTED and TIMEWAIT_EXIT of its id follow) */
+  WIREUP_EVENT_PEER_DOWN = 7       /* name "PEER_DOWN", status 0: rank `peer` is gone as a
+                                      whole, at most once per peer and handle; lane is
+                                      WIREUP_EVENT_LANE_ALL, lanes_down and cause say how many
+                                      established lanes it took and how it was learnt. The
+                                      per-lane DISCONNECTED events still come as before. */
 } wireup_event_type_t;
+
+/* How a peer was found to be gone (WIREUP_EVENT_PEER_DOWN). */
+typedef enum wireup_peer_down_cause {
+  WIREUP_PEER_DOWN_NONE = 0,         /* not a PEER_DOWN event */
+  WIREUP_PEER_DOWN_DISCONNECTED = 1, /* every established lane got the peer's DISCONNECTED: its
+                                        process died (its kernel closed its connections) or it
+                                        closed them all. Bulk wireup only: on demand a peer
+                                        disconnects lanes it no longer needs, and the CM does not
+                                        tell the two apart */
+  WIREUP_PEER_DOWN_REPORTED = 2,     /* wireup_fail_peer(): the launcher said so */
+  WIREUP_PEER_DOWN_SILENT = 3        /* the liveness service (config liveness.*): no heartbeat
+                                        from the peer's node within liveness.deadline_ms, as
+                                        seen by two of its watchers (a power cut, a partition) */
+} wireup_peer_down_cause_t;
+
+/* The text of a cause ("disconnected", "reported", "silent"); "unknown" for a value not listed
+ * (and for NONE). Never NULL. */
+const char* wireup_peer_down_cause_name(wireup_peer_down_cause_t cause);
+
+/* The lane of an event that concerns every lane of its peer (WIREUP_EVENT_PEER_DOWN). */
+#define WIREUP_EVENT_LANE_ALL UINT32_MAX
 
 /* The peer and lane of an event of this rank's listener (its device removed, its address
  * changed): no connection, the engine itself is concerned. */
@@ -39,7 +65,10 @@ typedef struct wireup_event {
   uint32_t lane;
   wireup_event_type_t type;
   int status;        /* the CM event's status */
-  const char* name;  /* the CM event's name ("DISCONNECTED"), or "RTU_LOST": for logs */
+  const char* name;  /* the CM event's name ("DISCONNECTED"), or "RTU_LOST", "PEER_DOWN": for logs */
+  /* Appended (WIREUP_HAS_FIELD): set for WIREUP_EVENT_PEER_DOWN, 0 / NONE for the others. */
+  uint32_t lanes_down;             /* the peer's established lanes it took with it */
+  wireup_peer_down_cause_t cause;
 } wireup_event_t;
 
 typedef void (*wireup_event_fn)(void* arg, const wireup_event_t* ev);

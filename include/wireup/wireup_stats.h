@@ -51,6 +51,7 @@ typedef struct wireup_counters {
   uint64_t crossed_won;         /* the peer's crossing requests refused: ours is the one kept */
   uint64_t crossed_yielded;     /* our requests withdrawn for the peer's crossing one */
   uint64_t lanes_closed;        /* lanes disconnected (wireup_disconnect, either side) */
+  uint64_t peers_down;          /* peers declared gone after wireup (WIREUP_EVENT_PEER_DOWN) */
 } wireup_counters_t;
 
 /* Copies the counters into *out (struct_size set). Counters this library does not have (a

@@ -1,5 +1,6 @@
 #include "capi/enums.h"
 
+#include "wireup/peer_down.h"
 #include "wireup/private_data.h"
 
 namespace wireup::capi {
@@ -97,6 +98,16 @@ const char* wireup_tally_group_name(wireup_tally_group_t group) {
     case WIREUP_TALLY_REJECTS_SENT: return "rejects_sent";
     case WIREUP_TALLY_FAILURES: return "failures";
     case WIREUP_TALLY_ECE_OUTCOMES: return "ece_outcomes";
+  }
+  return "unknown";
+}
+
+const char* wireup_peer_down_cause_name(wireup_peer_down_cause_t cause) {
+  switch (cause) {
+    case WIREUP_PEER_DOWN_DISCONNECTED: return wireup::to_string(wireup::PeerDownCause::disconnected);
+    case WIREUP_PEER_DOWN_REPORTED: return wireup::to_string(wireup::PeerDownCause::reported);
+    case WIREUP_PEER_DOWN_SILENT: return wireup::to_string(wireup::PeerDownCause::silent);
+    case WIREUP_PEER_DOWN_NONE: break;
   }
   return "unknown";
 }

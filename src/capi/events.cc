@@ -34,6 +34,15 @@ wireup_device_object_t object_kind(prov::DeviceEventScope s) {
   return WIREUP_DEVICE_OBJECT_DEVICE;
 }
 
+wireup_peer_down_cause_t down_cause(PeerDownCause c) {
+  switch (c) {
+    case PeerDownCause::disconnected: return WIREUP_PEER_DOWN_DISCONNECTED;
+    case PeerDownCause::reported: return WIREUP_PEER_DOWN_REPORTED;
+    case PeerDownCause::silent: return WIREUP_PEER_DOWN_SILENT;
+  }
+  return WIREUP_PEER_DOWN_NONE;
+}
+
 }  // namespace
 
 extern "C" {
@@ -44,13 +53,25 @@ wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn_ptr, void* arg) 
   return guarded(fn, &w->last_error, [&] {
     if (fn_ptr == nullptr) {
       w->engine->on_steady_event(nullptr);
+      w->engine->on_peer_down(nullptr);
       return WIREUP_OK;
     }
+    w->engine->on_peer_down([fn_ptr, arg](const PeerDown& d) {
+      wireup_event_t ev{};
+      ev.struct_size = sizeof ev;
+      ev.peer = d.peer;
+      ev.lane = WIREUP_EVENT_LANE_ALL;
+      ev.type = WIREUP_EVENT_PEER_DOWN;
+      ev.name = "PEER_DOWN";
+      ev.lanes_down = d.lanes;
+      ev.cause = down_cause(d.cause);
+      fn_ptr(arg, &ev);
+    });
     w->engine->on_steady_event([fn_ptr, arg](const SteadyEvent& e) {
       const bool listener = e.scope == SteadyEvent::Scope::listener;
       const wireup_event_t ev{sizeof(wireup_event_t), listener ? WIREUP_EVENT_PEER_LISTENER : e.peer, listener ? WIREUP_EVENT_PEER_LISTENER : e.lane,
                               e.rtu_lost ? WIREUP_EVENT_RTU_LOST : event_type(e.type), e.status,
-                              e.rtu_lost ? "RTU_LOST" : prov::to_string(e.type)};
+                              e.rtu_lost ? "RTU_LOST" : prov::to_string(e.type), 0, WIREUP_PEER_DOWN_NONE};
       fn_ptr(arg, &ev);
     });
     return WIREUP_OK;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "capi/event_fd.h"
+#include "capi/liveness_service.h"
 #include "capi/handed_over.h"
 #include "capi/qp_adapter.h"
 #include "common/status.h"
@@ -57,6 +58,10 @@ struct wireup_handle {
   // release callback above while it goes, and the channel fds leave the epoll set by closing.
   wireup::capi::EventFd poller;
   std::unique_ptr<wireup::Engine> engine;
+  // Config liveness.enable: its UDP socket and decisions, progressed beside the engine.
+  std::unique_ptr<wireup::capi::LivenessService> liveness;
+  std::vector<wireup::prov::SockAddr> liveness_endpoints;  // by rank, from wireup_set_peers
+  uint32_t liveness_nranks = 0;                            // every rank needs an endpoint
   wireup::capi::HandedOver handed;  // the results the transport was given, kept for good
   // Strings handed out by result_get / error_get stay valid until destroy: node-based storage.
   mutable std::set<std::string> device_names;

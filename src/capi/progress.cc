@@ -1,4 +1,7 @@
 // wireup_start, the event loop hooks (progress, fd, wait, done) and wireup_destroy.
+#include <poll.h>
+
+#include <cerrno>
 #include <chrono>
 
 #include "capi/handles.h"
@@ -28,6 +31,13 @@ wireup_status_t wireup_start(wireup_t* w) {
     if (!w->peers_set && !w->engine->on_demand())
       return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_set_peers() has not been called");
     if (Status s = w->engine->start(); !s) return fail(&w->last_error, fn, s.error());
+    if (w->liveness) {
+      std::vector<prov::SockAddr> eps = w->liveness_endpoints;
+      eps.resize(std::max<size_t>(eps.size(), w->liveness_nranks));
+      const Nanos now = std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+      if (Status s = w->liveness->start(std::move(eps), now); !s)
+        return fail(&w->last_error, fn, s.error());
+    }
     w->started = true;
     capi::refresh_poller(w);
     return WIREUP_OK;
@@ -39,7 +49,19 @@ wireup_status_t wireup_progress(wireup_t* w, int* work_done) {
   if (w == nullptr) return null_handle(fn);
   return guarded(fn, &w->last_error, [&] {
     if (!w->started) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_start() has not been called");
+    // The liveness service first: a death it learns now is delivered by this very call.
+    int live_work = 0;
+    if (w->liveness) {
+      std::vector<uint32_t> deaths;
+      // CLOCK_MONOTONIC, as the handle's timerfd (the liveness service is rdma-only).
+      const Nanos now = std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+      auto lw = w->liveness->progress(now, deaths);
+      if (!lw) return fail(&w->last_error, fn, lw.error());
+      live_work = *lw;
+      for (uint32_t d : deaths) w->engine->declare_down(d, PeerDownCause::silent);
+    }
     Result<int> work = w->engine->progress();
+    if (work) *work += live_work;
     capi::close_lanes(w);            // lanes closed in this call are not held any more
     capi::hand_over_new_results(w);  // before anything else can take a connected QP back
     capi::deliver_lanes(w);          // after it: a READY's QP is the transport's
@@ -64,6 +86,16 @@ wireup_status_t wireup_wait(wireup_t* w, int timeout_ms) {
                   "timeout_ms " + std::to_string(timeout_ms) + " (use -1 for no limit)");
     // -1: a day stands for "no limit"; the engine's own deadline and timers cut it short.
     Nanos t = timeout_ms < 0 ? Nanos(std::chrono::hours(24)) : Nanos(std::chrono::milliseconds(timeout_ms));
+    if (w->liveness && w->started) {
+      // The engine's wait knows nothing of the UDP socket: wait on the handle's own fd, which
+      // holds the engine's channels, the socket and a timer at the earliest of both.
+      capi::refresh_poller(w);
+      pollfd p{w->poller.fd(), POLLIN, 0};
+      const int ms = static_cast<int>(std::min<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(t).count(), INT32_MAX));
+      if (::poll(&p, 1, ms) < 0 && errno != EINTR)
+        return fail(&w->last_error, fn, Error::from_errno("poll", errno, "wireup_fd"));
+      return WIREUP_OK;
+    }
     if (Status s = w->engine->wait(t); !s) return fail(&w->last_error, fn, s.error());
     return WIREUP_OK;
   });
@@ -93,6 +125,7 @@ void wireup_destroy(wireup_t* w) {
     capi::close_lanes(w);
     capi::hand_over_new_results(w);  // what connected in the last call too: close() releases only the rest
     w->engine->on_steady_event(nullptr);  // the transport may be tearing its callback state down
+    w->engine->on_peer_down(nullptr);
     w->engine->on_device_report(nullptr);
     w->engine->on_lane_event(nullptr);
     w->engine->on_address_needed(nullptr);

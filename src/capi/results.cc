@@ -180,8 +180,9 @@ wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out) {
   c.crossed_won = s[Counter::crossed_won];
   c.crossed_yielded = s[Counter::crossed_yielded];
   c.lanes_closed = s[Counter::lanes_closed];
+  c.peers_down = s[Counter::peers_down];
   // Every engine counter has its field above (count_ grows with the enum: add it there too).
-  static_assert(static_cast<size_t>(Counter::count_) == 25, "a Counter without its wireup_counters_t field");
+  static_assert(static_cast<size_t>(Counter::count_) == 26, "a Counter without its wireup_counters_t field");
   return write(w, fn, out, c, capi::kFirstCounters, "wireup_counters_t");
 }
 

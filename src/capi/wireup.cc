@@ -21,6 +21,16 @@ Result<std::unique_ptr<Engine>> make_engine(wireup_t* w, const wireup_params_t& 
   if (!listen) return listen.error();
   EngineOptions o = engine_options(w->ctx->config.settings(), p.rank, p.nranks, *listen, p.job_key);
   if (p.lanes != 0) o.lanes = p.lanes;
+  if (o.liveness) {
+    // Its ring needs every rank's endpoint before the first heartbeat: bulk only.
+    if (o.on_demand)
+      return Error::make(ErrorCode::invalid_argument, "liveness.enable",
+                         "the liveness service needs the whole peer table at start: engine.mode \"bulk\" only");
+    auto l = capi::LivenessService::create(o.rank, o.job_key, o.liveness_params, *listen);
+    if (!l) return l.error();
+    w->liveness = std::move(l).value();
+    w->liveness_nranks = o.nranks;
+  }
   return Engine::create(*w->ctx->provider, std::move(o), capi::make_factory(w));
 }
 
@@ -30,8 +40,13 @@ namespace wireup::capi {
 
 void refresh_poller(wireup_t* w) {
   // The reading of the progress() (or start()) just before: no clock reading of its own.
-  const Nanos at = w->engine->next_wakeup(w->engine->progressed_at());
-  Status s = w->poller.update(w->engine->fds(), at == Nanos::max() ? std::nullopt : std::optional<Nanos>(at));
+  Nanos at = w->engine->next_wakeup(w->engine->progressed_at());
+  std::vector<int> fds = w->engine->fds();
+  if (w->liveness) {
+    at = std::min(at, w->liveness->next_due());
+    fds.push_back(w->liveness->fd());
+  }
+  Status s = w->poller.update(fds, at == Nanos::max() ? std::nullopt : std::optional<Nanos>(at));
   if (!s) fail(&w->last_error, "wireup_fd", s.error());  // noted; the loop still has wireup_wait
 }
 
@@ -75,6 +90,7 @@ wireup_status_t wireup_local_address(const wireup_t* w, uint8_t* buf, size_t* le
     if (len == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "len is NULL");
     std::vector<uint8_t> a = w->engine->local_address();
     if (a.empty()) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "the listener is closed (wireup is over)");
+    if (w->liveness) a = capi::wrap_address(a, w->liveness->address().port());
     if (*len < a.size() || buf == nullptr) {
       const size_t have = *len;
       *len = a.size();
@@ -95,15 +111,27 @@ wireup_status_t wireup_set_peers(wireup_t* w, const wireup_peer_t* peers, size_t
     if (w->started)
       return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_start() was called: the peer table is fixed");
     std::vector<Peer> table;
+    std::vector<prov::SockAddr> endpoints;
     table.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       if (peers[i].address == nullptr && peers[i].address_len > 0)
         return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn,
                     "entry " + std::to_string(i) + " (rank " + std::to_string(peers[i].rank) + "): address is NULL");
       const uint8_t* a = peers[i].address;
-      table.push_back(Peer{peers[i].rank, std::vector<uint8_t>(a, a + peers[i].address_len)});
+      std::vector<uint8_t> bytes(a, a + peers[i].address_len);
+      if (w->liveness) {
+        auto u = capi::unwrap_address(bytes);
+        if (!u)
+          return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn,
+                      "entry " + std::to_string(i) + " (rank " + std::to_string(peers[i].rank) + "): " + u.error().message());
+        bytes = std::move(u->engine_address);
+        if (peers[i].rank >= endpoints.size()) endpoints.resize(peers[i].rank + 1);
+        endpoints[peers[i].rank] = u->endpoint;
+      }
+      table.push_back(Peer{peers[i].rank, std::move(bytes)});
     }
     if (Status s = w->engine->set_peers(table); !s) return fail(&w->last_error, fn, s.error());
+    w->liveness_endpoints = std::move(endpoints);
     w->peers_set = true;
     return WIREUP_OK;
   });

@@ -42,6 +42,8 @@ const Section kSections[] = {
     {"qp", "queue-pair attributes applied on the way to RTR/RTS and at creation"},
     {"ece", "Enhanced Connection Establishment: what to ask the device for and what to insist on"},
     {"engine", "the wireup engine: windows, retries, backoff, overall timeout, lanes, job key"},
+    {"liveness", "after wireup: heartbeats over UDP on a ring of watchers, so that a node that goes "
+                 "silent (a power cut, a partition) is reported as a peer down"},
     {"log", "diagnostics"},
 };
 
@@ -215,6 +217,27 @@ const Param kParams[] = {
      .help = "64-bit secret shared by the job, checked in every connect request; 0 = the "
              "transport must pass it through the API. Prefer the environment to a file.",
      .secret = true, .store = WIREUP_STORE(engine, job_key)},
+    // [liveness]
+    {.section = "liveness", .key = "enable", .type = T::boolean, .default_toml = "false",
+     .help = "Run the liveness service (bulk wireup only): each rank sends a heartbeat every period "
+             "to `watchers` ranks on a ring interleaved by node, over its own UDP socket on the listen "
+             "address (never on the transport's QPs); a node silent for the deadline is reported as "
+             "WIREUP_EVENT_PEER_DOWN, cause silent, once two of its watchers agree. Its endpoint "
+             "travels in the published address (format 3, 4 bytes longer): every rank of a job must "
+             "set the same value.",
+     .store = WIREUP_STORE(liveness, enable)},
+    {.section = "liveness", .key = "period_ms", .type = T::duration_ms, .default_toml = "500",
+     .help = "Heartbeat period: each rank sends `watchers` datagrams per period.",
+     .min = 10, .max = kMinute, .store = WIREUP_STORE(liveness, period)},
+    {.section = "liveness", .key = "deadline_ms", .type = T::duration_ms, .default_toml = "3000",
+     .help = "A node silent this long is known dead by every rank; a silence shorter than the "
+             "deadline less 1.5 periods (2,250 ms by default: four heartbeats lost in a row) never "
+             "makes a death. At least three periods.",
+     .min = 30, .max = 10 * kMinute, .store = WIREUP_STORE(liveness, deadline)},
+    {.section = "liveness", .key = "watchers", .type = T::integer, .default_toml = "3",
+     .help = "Ranks watching each rank (k): a death needs two of them to time it out by themselves "
+             "(one when k = 1); each rank sends k datagrams per period.",
+     .min = 1, .max = 64, .store = WIREUP_STORE(liveness, watchers)},
     // [log]
     {.section = "log", .key = "level", .type = T::enumeration, .default_toml = "\"warn\"",
      .help = "Least severe message printed to stderr.",

@@ -118,6 +118,16 @@ struct EngineSettings {
   bool operator==(const EngineSettings&) const = default;
 };
 
+// The liveness service (src/wireup/liveness.h): heartbeats over UDP between watchers on a
+// ring, for nodes that go silent after wireup.
+struct LivenessSettings {
+  bool enable = false;
+  milliseconds period{500};
+  milliseconds deadline{3000};
+  int watchers = 3;
+  bool operator==(const LivenessSettings&) const = default;
+};
+
 struct LogSettings {
   log::Level level = log::Level::warn;
   bool operator==(const LogSettings&) const = default;
@@ -129,6 +139,7 @@ struct Settings {
   QpSettings qp;
   EceSettings ece;
   EngineSettings engine;
+  LivenessSettings liveness;
   LogSettings log;
   bool operator==(const Settings&) const = default;
 };

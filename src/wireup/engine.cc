@@ -251,6 +251,7 @@ Result<int> Engine::progress() {
     channels_.setup->graveyard.clear();  // every event of these ids was acked in the loops above
   }
   maybe_end_setup();
+  work += deliver_downs();
   // Last: the transport's lane callback may call connect() or disconnect().
   work += records_.deliver_lanes();
   return work;
@@ -258,6 +259,7 @@ Result<int> Engine::progress() {
 
 Nanos Engine::next_wakeup(const Nanos t) const {
   if (!life_.started) return Nanos::max();
+  if (!downs_due_.empty()) return t;  // a peer-down declared outside progress() awaits delivery
   const Nanos farewell_due = retries_.next_due(RetryScheduler::Queue::farewell);
   if (pairs_.open() == 0) {
     if (!channels_.setup) return Nanos::max();

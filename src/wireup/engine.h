@@ -30,6 +30,7 @@
 #include "wireup/admission.h"
 #include "wireup/engine_types.h"
 #include "wireup/pair_table.h"
+#include "wireup/peer_down.h"
 #include "wireup/peer_table.h"
 #include "wireup/records.h"
 #include "wireup/request_gate.h"
@@ -97,6 +98,8 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   const std::vector<PeerError>& errors() const { return records_.errors(); }
   const Stats& stats() const { return stats_; }
   void on_steady_event(SteadyCallback cb) { records_.on_steady_event(std::move(cb)); }
+  // Each peer gone after wireup, once (engine_peer_failed.cc), from progress().
+  void on_peer_down(Records::PeerDownCallback cb) { records_.on_peer_down(std::move(cb)); }
   // The device's async events the engine does not answer itself (engine_device.cc). Called
   // from progress(), possibly another engine's on the same device (they share its events).
   void on_device_report(DeviceCallback cb) { records_.on_device_event(std::move(cb)); }
@@ -112,6 +115,12 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // timeouts. `why` (who said so) goes into each error. Returns the pairs given up
   // (engine_peer_failed.cc).
   size_t fail_peer(uint32_t peer, const std::string& why);
+  // The peer is gone as a whole (`cause` reported or silent, engine_peer_failed.cc): the
+  // transport gets one peer-down event for it from the next progress(), unless it had one.
+  // Returns whether this declared it.
+  bool declare_down(uint32_t peer, PeerDownCause cause);
+  // Which peers were declared gone after wireup, and how far each is (peer_down.h).
+  const PeerDownTracker& peers_down() const { return downs_; }
 
   // --- on demand (EngineOptions::on_demand; engine_on_demand.cc) ---
   // Connects every lane of `peer`, any time after start(): lanes asked for already, connecting
@@ -261,6 +270,13 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   int expire_due(Nanos now);  // the deadlines due at `now`
   void close_lane(Pair& p);
   void close_steady_lane(Pair& p);
+  // The peer's DISCONNECTED on an established lane: its last one makes the peer down
+  // (engine_peer_failed.cc).
+  void lane_dropped(const Pair& p);
+  // Established lanes of `peer`; with `up_only` only those whose DISCONNECTED has not come.
+  uint32_t established_lanes(uint32_t peer, bool up_only) const;
+  void report_down(const PeerDown& d);
+  int deliver_downs();
 
   // the passive side and the steady channel (engine_passive.cc)
   bool accepting() const { return life_.started && channels_.setup && !channels_.setup->closing; }
@@ -326,6 +342,8 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   StrangerLog strangers_;
   Lifecycle life_;
   OnDemand od_;
+  PeerDownTracker downs_;
+  std::vector<PeerDown> downs_due_;  // declared outside progress(): delivered by the next one
 };
 
 }  // namespace wireup

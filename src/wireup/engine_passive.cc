@@ -61,13 +61,17 @@ void Engine::answer_steady(prov::CmEvent& ev) {
   Pair* p = pairs_.at(ev.id->route().tag);
   auto* e = p ? p->as<Established>() : nullptr;
   if (e == nullptr) return;
-  if (ev.type == CmEventType::disconnected && !e->disconnected) {
+  // Our own disconnects (close(), on demand's disconnect()) set `disconnected` first: only
+  // the peer's DREQ (or a connection the CM found dead) counts towards its peer going down.
+  const bool dropped = ev.type == CmEventType::disconnected && !e->disconnected;
+  if (dropped) {
     e->disconnected = true;
     ++stats_[Counter::disconnects];
     // Answer the DREQ so the peer's DISCONNECTED does not wait for its DREQ timeout.
     (void)e->id->disconnect();
   }
-  records_.report(SteadyEvent{p->peer, p->lane, ev.type, ev.status});
+  records_.report(SteadyEvent{p->peer, p->lane, ev.type, ev.status, false, SteadyEvent::Scope::connection});
+  if (dropped) lane_dropped(*p);
   if (ev.type == CmEventType::device_removal) return remove_established(*p);
   if (ev.type == CmEventType::disconnected && opt().on_demand) return close_steady_lane(*p);
   if (ev.type == CmEventType::addr_change) {
@@ -89,6 +93,7 @@ Status Engine::close(Nanos drain) {
   for (Pair& p : pairs_) {
     auto* e = p.as<Established>();
     if (e == nullptr || !e->id || e->disconnected) continue;
+    e->disconnected = true;  // ours: the DISCONNECTED it brings says nothing of the peer
     if (Status st = e->id->disconnect(); st) ++waiting;
   }
   const Nanos until = now() + drain;

@@ -15,6 +15,8 @@
 #include "ece/policy.h"
 #include "provider/provider.h"
 #include "qp/factory.h"
+#include "wireup/liveness.h"
+#include "wireup/peer_down.h"
 #include "wireup/incast.h"
 #include "wireup/private_data.h"
 
@@ -61,6 +63,10 @@ struct EngineOptions {
   // Who reads the device's async events (config device.async_events): the engine itself, or
   // the transport, which hands it those it read (prov::Device::post_async_event).
   prov::AsyncOwner async_events = prov::AsyncOwner::library;
+  // The liveness service (config liveness.*): run by the C API beside the engine, which only
+  // hears its verdicts (Engine::declare_down).
+  bool liveness = false;
+  liveness::Params liveness_params;
 };
 
 struct Peer {
@@ -150,7 +156,8 @@ struct PeerError {
 const char* to_string(PeerError::Cause c);
 
 // What the steady channel reports after wireup (DISCONNECTED, DEVICE_REMOVAL, ADDR_CHANGE...),
-// and what the listener is told (DEVICE_REMOVAL, ADDR_CHANGE: scope listener, no peer).
+// and what the listener is told (DEVICE_REMOVAL, ADDR_CHANGE: scope listener, no peer). That a
+// peer is gone as a whole is reported apart (Records::PeerDownCallback, peer_down.h).
 struct SteadyEvent {
   enum class Scope : uint8_t { connection, listener };
   uint32_t peer = 0;

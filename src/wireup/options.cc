@@ -62,6 +62,10 @@ EngineOptions engine_options(const config::Settings& s, uint32_t rank, uint32_t 
   o.backoff_jitter = s.engine.backoff_jitter;
   o.wireup_timeout = s.engine.wireup_timeout;
   o.rtu_linger = s.engine.rtu_linger;
+  o.liveness = s.liveness.enable;
+  o.liveness_params.period = s.liveness.period;
+  o.liveness_params.deadline = s.liveness.deadline;
+  o.liveness_params.watchers = static_cast<uint32_t>(s.liveness.watchers);
   o.async_events = s.device.async_events == config::AsyncEvents::transport ? prov::AsyncOwner::transport
                                                                             : prov::AsyncOwner::library;
   o.resolve_addr_timeout_ms = static_cast<int>(s.cm.resolve_addr_timeout.count());

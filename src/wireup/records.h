@@ -17,6 +17,7 @@ class Records {
   using SteadyCallback = std::function<void(const SteadyEvent&)>;
   using DeviceCallback = std::function<void(const DeviceEventReport&)>;
   using LaneCallback = std::function<void(const LaneEvent&)>;
+  using PeerDownCallback = std::function<void(const PeerDown&)>;
 
   void reserve(size_t results) { results_.reserve(results); }
   uint32_t add_result(ConnResult r);
@@ -35,6 +36,12 @@ class Records {
   void on_steady_event(SteadyCallback cb) { steady_cb_ = std::move(cb); }
   void report(const SteadyEvent& e) const {
     if (steady_cb_) steady_cb_(e);
+  }
+  // A peer gone as a whole (peer_down.h): apart from the steady events, whose consumers count
+  // CM events.
+  void on_peer_down(PeerDownCallback cb) { down_cb_ = std::move(cb); }
+  void report(const PeerDown& d) const {
+    if (down_cb_) down_cb_(d);
   }
   void on_device_event(DeviceCallback cb) { device_cb_ = std::move(cb); }
   void report(const DeviceEventReport& e) const {
@@ -59,6 +66,7 @@ class Records {
   size_t withdrawn_ = 0;
   SteadyCallback steady_cb_;
   DeviceCallback device_cb_;
+  PeerDownCallback down_cb_;
   LaneCallback lane_cb_;
   std::vector<LaneEvent> lanes_;  // queued for deliver_lanes()
 };

@@ -49,6 +49,7 @@ const char* to_string(Counter c) {
     case Counter::crossed_won: return "crossed_won";
     case Counter::crossed_yielded: return "crossed_yielded";
     case Counter::lanes_closed: return "lanes_closed";
+    case Counter::peers_down: return "peers_down";
     case Counter::connects_paced: return "connects_paced";
     case Counter::count_: break;
   }

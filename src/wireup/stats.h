@@ -81,6 +81,8 @@ enum class Counter : uint8_t {
   crossed_won,
   crossed_yielded,
   lanes_closed,
+  // Peers declared gone after wireup (peer_down.h), once each, whatever the cause.
+  peers_down,
   count_,
 };
 const char* to_string(Counter c);

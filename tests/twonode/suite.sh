@@ -20,6 +20,14 @@
 #              106 (DSCP 26, ECN 2), then the kernel's default (rdma_cm configfs default_roce_tos)
 #   a2a_repeat TWONODE_REPEAT_RUNS (default 20) runs of the 2 x 4 ranks x 4 lanes all-to-all in one
 #              boot (tests/mpi/repeat-a2a.sh): every run passes, the spread of wall times
+#   kill9      2 x 2 rank processes x 2 lanes (twonode_peer_down) wired up, rank 3 (node 2)
+#              kill -9'd: node 1's ranks each get one PEER_DOWN (disconnected) within 1 s
+#   partition_short / partition_long   the same with liveness.enable, the link down (netem 100%
+#              on both nodes) for 1 s: nobody declared dead; for 6 s: node 2's ranks declared
+#              (silent) on node 1 within the 3 s deadline
+#   lossy      liveness on, 5% loss + 2 ms delay for LOSSY_S (60) s: nobody declared dead
+#   powercut_live (last: node 2 reboots) liveness on, node 2's power cut: its ranks declared
+#              (silent) on node 1 within the deadline
 #   slurm_kill (by name only; fails with Slurm 22.05, which SIGKILLs the step when a rank's PMIx
 #              connection is lost) rank 7 of 2 x 4 killed mid-wireup under srun
 #              --kill-on-bad-exit=0: every survivor's notice and its delay, every pair among
@@ -50,7 +58,7 @@ CASES=("$@")
 LOSS_RUNS=${TWONODE_LOSS_RUNS:-3}
 LOG=$D/logs
 mkdir -p "$LOG"
-for f in "$RANKS" "$A2A" "$CONF" "$TRAFFIC"; do [ -x "$f" ] || { echo "[twonode] FAILED: $f is not built" >&2; exit 2; }; done
+for f in "$RANKS" "$A2A" "$CONF" "$TRAFFIC" "$B/tests/twonode/twonode_peer_down"; do [ -x "$f" ] || { echo "[twonode] FAILED: $f is not built" >&2; exit 2; }; done
 
 on2() { "$SSH" "$N2" "$@"; }
 now() { date +%s.%N; }
@@ -288,6 +296,95 @@ case_loss() {
   eval "$NETEM_CLEAR"
   echo "[twonode] loss: $ok of $LOSS_RUNS runs with every pair connected once and QPNs crossed (5% loss, 2 ms delay each way)"
   ((ok == LOSS_RUNS))
+}
+
+# --- peer down after wireup (twonode_peer_down: 2 x 2 rank processes x 2 lanes) ---
+# pd_case NAME EXPECT WITHIN_MS WAIT_S NODE2_ACTION NODE1_ACTION [SET...]: both nodes' ranks
+# wired up; then node 1 notes its clock and touches NAME.go, node 2 (a watcher started before,
+# polling every 10 ms) runs NODE2_ACTION, node 1 runs NODE1_ACTION; WAIT_S seconds of watching,
+# then the stop; node 1 checks its ranks saw EXPECT for node 2's ranks (3 for kill9, 2-3
+# otherwise) within WITHIN_MS. The delays count from node 1's go, both ends on node 1's clock:
+# the go's trip over the share to node 2 is in them (an upper bound; the guests' clocks differ by
+# more than the event's own delay, so no offset is used).
+PD=$B/tests/twonode/twonode_peer_down
+# The go's trip to node 2 and its start there, allowed on top of each limit: kill9 measured
+# 686-709 ms from the go in all (2026-12-04), a power cut (pair-power-cut.sh's sync first) more.
+GO=1000
+LIVE=(--set liveness.enable=true)
+pd_case() {
+  local name=$1 t=$1.$$ expect=$2 within=$3 wait_s=$4 act2=$5 act1=$6
+  shift 6
+  local victims=2-3
+  [ "$expect" = disconnected ] && victims=3
+  local common=(--dir "$D" --round "$t" --per-node 2 --lanes 2 --set log.level=warn "$@")
+  on2 "$PD ${common[*]}" >"$LOG/$t.2" 2>&1 &
+  local p2=$!
+  "$PD" "${common[@]}" --expect "$expect" --victims "$victims" --at-file "$D/$t.at" --clock2 0 \
+    --within-ms "$within" >"$LOG/$t.1" 2>&1 &
+  local p1=$! t0
+  t0=$(date +%s)
+  until [ "$(ls "$D/$t".wired.* 2>/dev/null | wc -l)" = 4 ]; do
+    if (($(date +%s) - t0 > 150)); then
+      echo "[twonode] FAILED: $name: the 4 ranks did not all wire up"; touch "$D/$t.stop"; wait "$p1"; kill "$p2" 2>/dev/null
+      grep -h FAILED "$LOG/$t.1" "$LOG/$t.2"; return 1
+    fi
+    sleep 0.2
+  done
+  on2 "touch $D/$t.armed; until [ -f $D/$t.go ]; do sleep 0.01; done; $act2" >"$LOG/$t.act2" 2>&1 &
+  local pa=$!
+  until [ -f "$D/$t.armed" ]; do sleep 0.05; done  # the watcher on node 2 is polling
+  date +%s.%N >"$D/$t.at"
+  touch "$D/$t.go"
+  local ts
+  ts=$(now)
+  eval "$act1"
+  sleep "$wait_s"
+  touch "$D/$t.stop"
+  wait "$p1"
+  local r1=$?
+  if [ "$name" = powercut_live ]; then kill "$p2" "$pa" 2>/dev/null; fi
+  wait "$p2" "$pa" 2>/dev/null
+  grep -h '^\[twonode\]' "$LOG/$t.1" "$LOG/$t.2"
+  local live=off
+  [[ " $* " == *liveness.enable=true* ]] && live=on
+  echo "[twonode] $name: $(dt "$ts" "$(now)") s from the go to the stop (liveness $live)"
+  return $r1
+}
+# The neighbour entries pinned first (as the partition case does): an entry that failed during
+# the cut would hold packets back after it.
+pin() { echo "ip neigh replace 10.0.1.$1 lladdr 52:54:00:10:01:0$1 dev eth0 nud permanent"; }
+CUT="tc qdisc replace dev eth0 root netem loss 100%"
+LOSSY="tc qdisc replace dev eth0 root netem loss 5% delay 2ms"
+case_kill9() { pd_case kill9 disconnected $((1000 + GO)) 3 "kill -9 \$(cat $D/kill9.$$.pid.3)" true; }
+# The link down on both nodes (netem 100% loss, as the partition case) for 1 s / 6 s. A silence
+# under the deadline less 1.5 periods (2,250 ms) makes no death; the cut as node 1 hears it is
+# longer than its `sleep` by node 2's go latency (~0.6 s) and the guests' tc start-up, and with
+# 1.5 s node 1 heard nothing for more than that (2026-12-04: node 2 declared silent).
+case_partition_short() {
+  pd_case partition_short none 0 4 "$(pin 1); $CUT; sleep 1; $NETEM_CLEAR" "($(pin 2); $CUT; sleep 1; $NETEM_CLEAR) &" "${LIVE[@]}"
+}
+case_partition_long() {
+  pd_case partition_long silent $((3000 + GO)) 7 "$(pin 1); $CUT; sleep 6; $NETEM_CLEAR" "($(pin 2); $CUT; sleep 6; $NETEM_CLEAR) &" "${LIVE[@]}"
+}
+case_lossy() {
+  pd_case lossy none 0 "${LOSSY_S:-60}" "$LOSSY" "$LOSSY" "${LIVE[@]}"
+  local rc=$?
+  on2 "$NETEM_CLEAR"
+  eval "$NETEM_CLEAR"
+  return $rc
+}
+# Last in a boot: node 2 is booted again by pair.sh after its power cut.
+case_powercut_live() {
+  # pair-power-cut.sh syncs before the cut: half a second more allowed.
+  pd_case powercut_live silent $((3500 + GO)) 5 "$REPO/scripts/vm/pair-power-cut.sh" true "${LIVE[@]}"
+  local rc=$? t0
+  t0=$(date +%s)
+  until [ "$(awk '{ print $1 }' "$D/ready.2" 2>/dev/null)" = 2 ]; do
+    (($(date +%s) - t0 > 180)) && { echo "[twonode] FAILED: powercut_live: node 2 did not come back"; return 1; }
+    sleep 0.3
+  done
+  until timeout 2 bash -c "exec 3<>/dev/tcp/$N2/22" 2>/dev/null; do sleep 0.3; done
+  return $rc
 }
 
 # The TOS byte this node's RDMA CM gives an id that sets none (rdma_set_option TOS never called):

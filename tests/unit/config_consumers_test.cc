@@ -32,7 +32,8 @@ std::string fingerprint(const EngineOptions& o) {
     << opt(o.qp.max_dest_rd_atomic) << ' ' << o.qp.access_flags.value_or(0) << ' ' << int(o.param.retry_count) << ' ' << int(o.param.rnr_retry_count) << ' '
     << int(o.param.responder_resources) << ' ' << int(o.param.initiator_depth) << ' ' << o.incast.on << ' '
     << o.incast.burst << ' ' << o.incast.rate << ' ' << o.on_demand << ' ' << o.eager_ring << ' '
-    << int(o.async_events);
+    << int(o.async_events) << ' ' << o.liveness << ' ' << o.liveness_params.period.count() << ' '
+    << o.liveness_params.deadline.count() << ' ' << o.liveness_params.watchers;
   return s.str();
 }
 
