@@ -164,7 +164,7 @@ void Engine::on_connection_changed(cm::Connection& c) {
   if (p == nullptr) return;
   if (auto* cs = p->as<Connecting>(); cs && cs->conn.get() == &c) return after_event(*p);
   if (auto* pr = p->as<Probing>(); pr && pr->notice->conn.get() == &c) return after_notice(*p);
-  if (auto* f = p->as<Failed>(); f && f->farewell.get() == &c) return after_farewell(*p);
+  if (auto* f = p->as<Failed>(); f && f->abandon_conn.get() == &c) return after_abandon(*p);
   WIREUP_LOG(error, "rank %u: event of a connection to rank %u lane %u that the pair (%s) does not hold", opt().rank,
              c.peer(), c.lane(), to_string(p->state()));
 }
@@ -245,7 +245,7 @@ Result<int> Engine::progress() {
     work += start_connects(t);
     if (admission_.qp_grant_ready()) work += grant_qps();
     work += start_due_notices();
-    work += start_due_farewells();
+    work += start_due_abandons();
     // Last: what the loops above answered or retired frees the line for the next notice.
     work += notify_next();
     channels_.setup->graveyard.clear();  // every event of these ids was acked in the loops above
@@ -260,11 +260,11 @@ Result<int> Engine::progress() {
 Nanos Engine::next_wakeup(const Nanos t) const {
   if (!life_.started) return Nanos::max();
   if (!downs_due_.empty()) return t;  // a peer-down declared outside progress() awaits delivery
-  const Nanos farewell_due = retries_.next_due(RetryScheduler::Queue::farewell);
+  const Nanos abandon_due = retries_.next_due(RetryScheduler::Queue::abandon);
   if (pairs_.open() == 0) {
     if (!channels_.setup) return Nanos::max();
-    if (opt().on_demand) return farewell_due == Nanos::max() ? farewell_due : std::max(t, farewell_due);
-    return std::max(t, std::min(std::max(linger_until(), farewell_until()), farewell_due));
+    if (opt().on_demand) return abandon_due == Nanos::max() ? abandon_due : std::max(t, abandon_due);
+    return std::max(t, std::min(std::max(linger_until(), abandon_until()), abandon_due));
   }
   const bool room = admission_.connect_room();
   if (admission_.qp_grant_ready()) return t;
@@ -274,7 +274,7 @@ Nanos Engine::next_wakeup(const Nanos t) const {
   if (room && !pairs_.all_started()) w = std::min(w, first_connect_due());
   if (room) w = std::min(w, retries_.next_due(RetryScheduler::Queue::connect));
   w = std::min(w, retries_.next_due(RetryScheduler::Queue::notice));
-  w = std::min(w, farewell_due);
+  w = std::min(w, abandon_due);
   return std::max(t, w);
 }
 
@@ -306,7 +306,7 @@ void Engine::maybe_end_setup() {
   // Neither can happen without a device.
   if (!life_.device_lost) {
     const Nanos t = now();
-    if (t < linger_until() || t < farewell_until()) return;
+    if (t < linger_until() || t < abandon_until()) return;
   }
   // Nobody needs our listener any more: turn away what is still queued, then close.
   Setup& s = *channels_.setup;
@@ -365,7 +365,7 @@ size_t Engine::live_ids() const {
     if (auto* c = p.as<Connecting>(); c && c->conn && c->conn->id()) ++n;
     if (auto* e = p.as<Established>(); e && e->id) ++n;
     if (auto* pr = p.as<Probing>(); pr && pr->notice->conn && pr->notice->conn->id()) ++n;
-    if (auto* f = p.as<Failed>(); f && f->farewell && f->farewell->id()) ++n;
+    if (auto* f = p.as<Failed>(); f && f->abandon_conn && f->abandon_conn->id()) ++n;
   }
   return n;
 }

@@ -71,7 +71,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   std::vector<prov::Device*> devices() const;
   // Every planned pair is established or given up on. The setup channel may stay open
   // after this for EngineOptions::rtu_linger, and while an abandon notice (engine_abandon.cc)
-  // is on its way (at most kFarewellBound): keep calling progress().
+  // is on its way (at most kAbandonBound): keep calling progress().
   bool done() const { return life_.started && pairs_.open() == 0; }
   // When progress() next has something to do without a CM event: now() if it has work ready
   // (a start or a QP grant within its window, a retry that is due), else the earliest timer
@@ -186,13 +186,13 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
     Nanos progressed_at{0};  // the clock reading of the last progress() (or start())
     Nanos deadline{0};
     Nanos last_active_established = cm::kUnset;
-    uint32_t farewells = 0;            // abandon notices in flight
-    Nanos farewell_until = cm::kUnset; // the setup channel waits for them until then
+    uint32_t abandons_in_flight = 0;            // abandon notices in flight
+    Nanos abandon_until = cm::kUnset; // the setup channel waits for them until then
     bool device_lost = false;          // see device_lost()
   };
   // How long the end of wireup waits for abandon notices still in flight: their peers answer
   // at once when reachable; one that is not falls back to its own wireup timeout.
-  static constexpr Nanos kFarewellBound = std::chrono::seconds(10);
+  static constexpr Nanos kAbandonBound = std::chrono::seconds(10);
   // What only on demand needs (engine_on_demand.cc).
   struct OnDemand {
     AddressCallback address_cb;
@@ -299,14 +299,14 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void bury_removed();
 
   // final answers told across (engine_abandon.cc)
-  bool owes_farewell(const Pair& p, const cm::Failure& f, PeerError::Cause cause) const;
-  void say_farewell(Pair& p);
-  void send_farewell(Pair& p);
-  void after_farewell(Pair& p);
-  void end_farewell(Pair& p);
-  int start_due_farewells();
+  bool owes_abandon(const Pair& p, const cm::Failure& f, PeerError::Cause cause) const;
+  void announce_abandon(Pair& p);
+  void send_abandon(Pair& p);
+  void after_abandon(Pair& p);
+  void end_abandon(Pair& p);
+  int start_due_abandons();
   void handle_abandon(prov::CmEvent& ev, const GateVerdict& v);
-  Nanos farewell_until() const;
+  Nanos abandon_until() const;
 
   // QP-less requests on the wire, one per destination host (engine_notices.cc, NoticeLines)
   // The notice connection a pair holds (its abandon or rtu_lost notice), or nullptr.

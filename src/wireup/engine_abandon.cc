@@ -11,7 +11,7 @@
 
 namespace wireup {
 
-bool Engine::owes_farewell(const Pair& p, const cm::Failure& f, PeerError::Cause cause) const {
+bool Engine::owes_abandon(const Pair& p, const cm::Failure& f, PeerError::Cause cause) const {
   if (p.role != cm::Role::active || cause != PeerError::Cause::failed || !channels_.setup) return false;
   switch (f.kind) {
     case cm::FailKind::local_error:  // e.g. ECE `required` on a device without ECE, a factory failing
@@ -27,74 +27,74 @@ bool Engine::owes_farewell(const Pair& p, const cm::Failure& f, PeerError::Cause
   }
 }
 
-Nanos Engine::farewell_until() const { return life_.farewells > 0 ? life_.farewell_until : Nanos{0}; }
+Nanos Engine::abandon_until() const { return life_.abandons_in_flight > 0 ? life_.abandon_until : Nanos{0}; }
 
-void Engine::say_farewell(Pair& p) {
+void Engine::announce_abandon(Pair& p) {
   auto* f = p.as<Failed>();
-  if (f == nullptr || !channels_.setup || f->farewell_pending) return;
-  f->farewell_pending = true;
-  f->farewell_tries = 0;
-  ++life_.farewells;
+  if (f == nullptr || !channels_.setup || f->abandon_pending) return;
+  f->abandon_pending = true;
+  f->abandon_tries = 0;
+  ++life_.abandons_in_flight;
   ++stats_[Counter::abandons_sent];
-  send_farewell(p);
+  send_abandon(p);
 }
 
-void Engine::send_farewell(Pair& p) {
+void Engine::send_abandon(Pair& p) {
   auto* f = p.as<Failed>();
-  if (f == nullptr || !f->farewell_pending || !channels_.setup) return;
+  if (f == nullptr || !f->abandon_pending || !channels_.setup) return;
   const uint64_t nonce = fixed_.wire.fresh_nonce();
   cm::Spec spec = spec_for(p, nonce);
-  if (spec.remote.empty()) return end_farewell(p);  // no address (cannot happen for a planned pair)
+  if (spec.remote.empty()) return end_abandon(p);  // no address (cannot happen for a planned pair)
   (void)spec.private_data.assign(fixed_.wire.abandon(p.peer, p.lane, p.attempt, nonce));
-  ++f->farewell_tries;
-  life_.farewell_until = now() + kFarewellBound;
+  ++f->abandon_tries;
+  life_.abandon_until = now() + kAbandonBound;
   auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec, this);
   if (!c) {
     WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice could not start: %s", opt().rank, p.peer, p.lane,
                c.error().message().c_str());
-    return end_farewell(p);
+    return end_abandon(p);
   }
-  f->farewell = std::move(c).value();
+  f->abandon_conn = std::move(c).value();
 }
 
-void Engine::end_farewell(Pair& p) {
+void Engine::end_abandon(Pair& p) {
   auto* f = p.as<Failed>();
-  if (f == nullptr || !f->farewell_pending) return;
-  retire(std::move(f->farewell));
-  f->farewell_pending = false;
-  --life_.farewells;
+  if (f == nullptr || !f->abandon_pending) return;
+  retire(std::move(f->abandon_conn));
+  f->abandon_pending = false;
+  --life_.abandons_in_flight;
 }
 
-void Engine::after_farewell(Pair& p) {
+void Engine::after_abandon(Pair& p) {
   auto* f = p.as<Failed>();
-  if (f == nullptr || !f->farewell) return;
-  cm::Connection& c = *f->farewell;
+  if (f == nullptr || !f->abandon_conn) return;
+  cm::Connection& c = *f->abandon_conn;
   // No QP, so no QP window; but one QP-less request per host on the wire (NoticeLines).
   if (c.state() == cm::State::route_resolved) return ready_to_notify(p);
   if (c.state() != cm::State::failed) return;
   const cm::Failure answer = failure_of(c);
-  retire(std::move(f->farewell));
-  if (peer_reject_code(answer) == RejectCode::abandon_noted) return end_farewell(p);
+  retire(std::move(f->abandon_conn));
+  if (peer_reject_code(answer) == RejectCode::abandon_noted) return end_abandon(p);
   // A notice that did not reach the peer's engine, or found it not ready, is sent again, like a
   // connect, within the pair's attempt budget (notice_undelivered says which answers those are).
-  if (notice_undelivered(answer) && f->farewell_tries < opt().max_attempts) {
-    const Nanos at = retries_.schedule(RetryScheduler::Queue::farewell, pairs_.index(p), f->farewell_tries, now());
-    life_.farewell_until = std::max(life_.farewell_until, at + kFarewellBound);
+  if (notice_undelivered(answer) && f->abandon_tries < opt().max_attempts) {
+    const Nanos at = retries_.schedule(RetryScheduler::Queue::abandon, pairs_.index(p), f->abandon_tries, now());
+    life_.abandon_until = std::max(life_.abandon_until, at + kAbandonBound);
     return;
   }
   WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice was not taken: %s", opt().rank, p.peer, p.lane,
              answer.describe().c_str());
-  end_farewell(p);
+  end_abandon(p);
 }
 
-int Engine::start_due_farewells() {
-  if (retries_.next_due(RetryScheduler::Queue::farewell) == Nanos::max()) return 0;
+int Engine::start_due_abandons() {
+  if (retries_.next_due(RetryScheduler::Queue::abandon) == Nanos::max()) return 0;
   int work = 0;
-  while (auto i = retries_.pop_due(RetryScheduler::Queue::farewell, now())) {
+  while (auto i = retries_.pop_due(RetryScheduler::Queue::abandon, now())) {
     Pair* p = pairs_.at(*i);
     auto* f = p ? p->as<Failed>() : nullptr;
-    if (f == nullptr || !f->farewell_pending || f->farewell) continue;
-    send_farewell(*p);
+    if (f == nullptr || !f->abandon_pending || f->abandon_conn) continue;
+    send_abandon(*p);
     ++work;
   }
   return work;

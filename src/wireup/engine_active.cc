@@ -117,10 +117,10 @@ void Engine::release_state(Pair& p) {
     retire(std::move(cs->conn));
   } else if (auto* pr = p.as<Probing>()) {
     if (pr->notice) retire(std::move(pr->notice->conn));
-  } else if (auto* f = p.as<Failed>(); f && f->farewell_pending) {
-    retire(std::move(f->farewell));
-    f->farewell_pending = false;
-    --life_.farewells;
+  } else if (auto* f = p.as<Failed>(); f && f->abandon_pending) {
+    retire(std::move(f->abandon_conn));
+    f->abandon_pending = false;
+    --life_.abandons_in_flight;
   }
 }
 
@@ -252,11 +252,11 @@ void Engine::give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause) {
   release_state(p);
   PeerError e{p.peer, p.lane, p.role, p.attempt, cause, peer_reject_code(f), f};
   WIREUP_LOG(warn, "wireup: %s", e.describe().c_str());
-  const bool farewell = owes_farewell(p, f, cause);
+  const bool owes = owes_abandon(p, f, cause);
   pairs_.become(p, Failed{records_.add_error(std::move(e)), nullptr});
   records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::failed, p.as<Failed>()->error});
   ++stats_[Counter::failed];
-  if (farewell) say_farewell(p);
+  if (owes) announce_abandon(p);
 }
 
 void Engine::expire() {

@@ -10,7 +10,7 @@
 namespace wireup {
 
 cm::Connection* Engine::notice_of(Pair& p) {
-  if (auto* f = p.as<Failed>()) return f->farewell.get();
+  if (auto* f = p.as<Failed>()) return f->abandon_conn.get();
   if (auto* pr = p.as<Probing>(); pr && pr->notice) return pr->notice->conn.get();
   return nullptr;
 }
@@ -38,13 +38,13 @@ int Engine::notify_next() {
     if (c == nullptr || c->state() != cm::State::route_resolved) return false;  // retired or moved on meanwhile
     (void)c->notify();
     if (c->state() == cm::State::connecting) {
-      // The end of wireup waits for an abandon notice that only now leaves (kFarewellBound).
+      // The end of wireup waits for an abandon notice that only now leaves (kAbandonBound).
       if (p->state() == PairState::failed)
-        life_.farewell_until = std::max(life_.farewell_until, now() + kFarewellBound);
+        life_.abandon_until = std::max(life_.abandon_until, now() + kAbandonBound);
       return true;
     }
     // rdma_connect refused it at once: its owner settles that like any other answer.
-    if (p->state() == PairState::failed) after_farewell(*p);
+    if (p->state() == PairState::failed) after_abandon(*p);
     else after_notice(*p);
     return false;
   };

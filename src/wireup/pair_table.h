@@ -72,9 +72,9 @@ struct Established {
 };
 struct Failed {
   uint32_t error = 0;
-  std::unique_ptr<cm::Connection> farewell;  // active: the abandon notice, while in flight
-  uint32_t farewell_tries = 0;               // notices sent (a busy peer is asked again)
-  bool farewell_pending = false;             // in flight, or waiting to be sent again
+  std::unique_ptr<cm::Connection> abandon_conn;  // active: the abandon notice, while in flight
+  uint32_t abandon_tries = 0;               // notices sent (a busy peer is asked again)
+  bool abandon_pending = false;             // in flight, or waiting to be sent again
 };
 struct Probing {
   std::unique_ptr<Notice> notice;

@@ -91,7 +91,7 @@ std::optional<uint64_t> RetryScheduler::pop_due(Queue q, Nanos now) {
 void RetryScheduler::clear() {
   connects_.clear();
   notices_.clear();
-  farewells_.clear();
+  abandons_.clear();
 }
 
 }  // namespace wireup

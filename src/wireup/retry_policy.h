@@ -49,7 +49,7 @@ RetryDecision decide(const RetryPolicy& p, const cm::Failure& f, uint32_t attemp
 // engine uses pair indexes); a pair that moved on meanwhile is skipped by whoever pops it.
 class RetryScheduler {
  public:
-  enum class Queue : uint8_t { connect, notice, farewell };
+  enum class Queue : uint8_t { connect, notice, abandon };
   RetryScheduler(RetryPolicy p, uint64_t seed) : policy_(p), rng_(seed) {}
 
   const RetryPolicy& policy() const { return policy_; }
@@ -70,10 +70,10 @@ class RetryScheduler {
  private:
   double draw();
   std::multimap<Nanos, uint64_t>& queue(Queue q) {
-    return q == Queue::connect ? connects_ : q == Queue::notice ? notices_ : farewells_;
+    return q == Queue::connect ? connects_ : q == Queue::notice ? notices_ : abandons_;
   }
   const std::multimap<Nanos, uint64_t>& queue(Queue q) const {
-    return q == Queue::connect ? connects_ : q == Queue::notice ? notices_ : farewells_;
+    return q == Queue::connect ? connects_ : q == Queue::notice ? notices_ : abandons_;
   }
 
   RetryPolicy policy_;
@@ -82,7 +82,7 @@ class RetryScheduler {
   uint64_t rng_;
   std::multimap<Nanos, uint64_t> connects_;
   std::multimap<Nanos, uint64_t> notices_;
-  std::multimap<Nanos, uint64_t> farewells_;
+  std::multimap<Nanos, uint64_t> abandons_;
 };
 
 }  // namespace wireup
