@@ -51,7 +51,8 @@ run_part() {
   part_secs=$(($(date +%s) - ts))
 }
 # ctest's own summary line ("100% tests passed, 0 tests failed out of N"), or "" if none.
-ctest_summary() { grep -E '^[0-9]+% tests passed' "$1" | tail -1 || true; }
+# ctest inside the VM colours its lines: the colour codes are dropped first.
+ctest_summary() { sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -E '^[0-9]+% tests passed' | tail -1 || true; }
 
 # in_vm tests run inside the VM through vm.suite, never directly on the host.
 # (a log of an earlier run must not pass for this one's)
