@@ -43,7 +43,7 @@ struct wireup_handle {
   wireup_qp_create_fn create_qp = nullptr;
   wireup_qp_release_fn release_qp = nullptr;
   void* qp_arg = nullptr;  // both get it
-  wireup_event_fn event_fn = nullptr;
+  wireup_event_fn event_fn = nullptr;  // wireup_on_event's: peer-down events (events.cc)
   void* event_arg = nullptr;
   wireup_lane_fn lane_fn = nullptr;  // on_demand.cc
   void* lane_arg = nullptr;
@@ -113,6 +113,9 @@ void hand_over_new_results(wireup_t* w);
 void watch_lanes(wireup_t* w);
 void close_lanes(wireup_t* w);
 void deliver_lanes(wireup_t* w);
+// The engine's peer-down reports, routed to the liveness service (a death learnt from DREQs or
+// wireup_fail_peer closes its ring over the rank) and then to wireup_on_event's callback.
+void watch_peer_downs(wireup_t* w);
 
 // Re-arms the poller after the engine's fds or timers may have changed.
 void refresh_poller(wireup_t* w);

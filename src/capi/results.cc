@@ -2,6 +2,8 @@
 // events.cc.
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "capi/enums.h"
 #include "capi/handles.h"
 #include "capi/layouts.h"
@@ -17,6 +19,31 @@ namespace {
 
 wireup_status_t null_handle(const char* fn) {
   return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "the wireup handle is NULL");
+}
+
+// The engine's stats JSON with the liveness service's part ("liveness": datagrams, dropped
+// ones by reason, decisions): the service lives beside the engine, in this layer.
+std::string with_liveness(const std::string& engine_json, const capi::LivenessService& l) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(engine_json);
+  const capi::LivenessStats& s = l.stats();
+  nlohmann::ordered_json bad = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < s.bad.size(); ++i)
+    if (s.bad[i] != 0) bad[liveness::to_string(static_cast<liveness::Bad>(i))] = s.bad[i];
+  nlohmann::ordered_json& o = j["liveness"] = {{"sent", s.sent},
+                                               {"send_dropped", s.send_again},
+                                               {"send_errors", s.send_errors},
+                                               {"received", s.received},
+                                               {"bad", bad}};
+  if (const liveness::Detector* d = l.detector()) {
+    const liveness::Counters& k = d->counters();
+    o["suspicions"] = k.suspicions;
+    o["refuted"] = k.refuted;
+    o["declared"] = k.declared;
+    o["learnt"] = k.learnt;
+    o["stale"] = k.stale;
+    o["refused"] = k.refused;
+  }
+  return j.dump();
 }
 
 wireup_status_t bad_index(const wireup_t* w, const char* fn, size_t i, size_t n) {
@@ -183,6 +210,23 @@ wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out) {
   c.peers_down = s[Counter::peers_down];
   // Every engine counter has its field above (count_ grows with the enum: add it there too).
   static_assert(static_cast<size_t>(Counter::count_) == 26, "a Counter without its wireup_counters_t field");
+  if (w->liveness) {
+    const capi::LivenessStats& l = w->liveness->stats();
+    c.liveness_sent = l.sent;
+    c.liveness_send_dropped = l.send_again;
+    c.liveness_send_errors = l.send_errors;
+    c.liveness_received = l.received;
+    c.liveness_bad = l.bad_total();
+    if (const liveness::Detector* d = w->liveness->detector()) {
+      const liveness::Counters& k = d->counters();
+      c.liveness_suspicions = k.suspicions;
+      c.liveness_refuted = k.refuted;
+      c.liveness_declared = k.declared;
+      c.liveness_learnt = k.learnt;
+      c.liveness_stale = k.stale;
+      c.liveness_refused = k.refused;
+    }
+  }
   return write(w, fn, out, c, capi::kFirstCounters, "wireup_counters_t");
 }
 
@@ -253,7 +297,8 @@ wireup_status_t wireup_stats_json(const wireup_t* w, char* buf, size_t* len) {
   if (w == nullptr) return null_handle(fn);
   return guarded(fn, &w->last_error, [&] {
     if (len == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "len is NULL");
-    const std::string json = w->engine->stats().to_json();
+    std::string json = w->engine->stats().to_json();
+    if (w->liveness) json = with_liveness(json, *w->liveness);
     const size_t need = json.size() + 1;  // with the NUL
     if (buf == nullptr || *len < need) {
       const size_t have = *len;
