@@ -311,10 +311,10 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // QP-less requests on the wire, one per destination host (engine_notices.cc, NoticeLines)
   // The notice connection a pair holds (its abandon or rtu_lost notice), or nullptr.
   cm::Connection* notice_of(Pair& p);
-  // A notice whose route is resolved joins its host's line (sent by notify_next()).
-  void ready_to_notify(Pair& p);
+  // A notice whose route is resolved joins its host's line (sent by send_queued_notices()).
+  void queue_notice(Pair& p);
   // Sends the next waiting notice of every line whose last one is answered (or gone).
-  int notify_next();
+  int send_queued_notices();
 
   // the RTU repair (engine_repair.cc)
   // Sends (again) the notice for the pair's newest attempt; `p` is waiting (our REP retries
