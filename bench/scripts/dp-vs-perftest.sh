@@ -212,19 +212,13 @@ order_text="perftest then wireup each round"
 echo "dp-vs-perftest: $ROUNDS rounds, $order_text; sizes $SIZES (write_bw, $BW_ITERS iterations), $LAT_SIZE B latency ($LAT_ITERS iterations)"
 for ((r = 1; r <= ROUNDS; ++r)); do
   # perftest's first round always runs first: its write_lat tells dp_bench the inline size.
-  if [[ $ORDER == alternate ]] && ((r % 2 == 0)); then
-    t0=$(date +%s)
-    run_wireup "$r"
-    t1=$(date +%s)
-    run_perftest "$r"
-    echo "dp-vs-perftest: round $r (wireup first): wireup $((t1 - t0)) s, perftest $(($(date +%s) - t1)) s"
-  else
-    t0=$(date +%s)
-    run_perftest "$r"
-    t1=$(date +%s)
-    run_wireup "$r"
-    echo "dp-vs-perftest: round $r: perftest $((t1 - t0)) s, wireup $(($(date +%s) - t1)) s"
-  fi
+  order=(perftest wireup) first=""
+  if [[ $ORDER == alternate ]] && ((r % 2 == 0)); then order=(wireup perftest) first=" (wireup first)"; fi
+  t0=$(date +%s)
+  "run_${order[0]}" "$r"
+  t1=$(date +%s)
+  "run_${order[1]}" "$r"
+  echo "dp-vs-perftest: round $r$first: ${order[0]} $((t1 - t0)) s, ${order[1]} $(($(date +%s) - t1)) s"
 done
 
 # Every number, in round order, for a comparison by distribution (bench/scripts/dp-compare.py).
