@@ -128,7 +128,9 @@ const char* wireup_phase_name(wireup_phase_t phase);
 
 /*
  * wireup_phase_samples -- the raw durations (ns) of one phase, one per connection it applies
- * to, so that a job's percentiles can be taken over every rank's samples.
+ * to, so that a job's percentiles can be taken over every rank's samples. On demand, a lane
+ * connected again replaces its earlier connection's samples (one per (peer, lane), like the
+ * results); the counters (wireup_counters_get) count every connection.
  * buf/n: in, the capacity of buf in samples; out, the samples written (or, with
  * WIREUP_ERR_BUFFER_TOO_SMALL, the number needed; buf may be NULL with *n 0 to ask).
  * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL w or n, phase out of range),

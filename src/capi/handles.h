@@ -62,8 +62,9 @@ struct wireup_handle {
   std::unique_ptr<wireup::capi::LivenessService> liveness;
   std::vector<wireup::prov::SockAddr> liveness_endpoints;  // by rank, from wireup_set_peers
   uint32_t liveness_nranks = 0;                            // every rank needs an endpoint
-  wireup::capi::HandedOver handed;  // the results the transport was given, kept for good
-  // Strings handed out by result_get / error_get stay valid until destroy: node-based storage.
+  wireup::capi::HandedOver handed;  // the results the transport was given, one per lane
+  // Strings handed out by result_get / error_get stay valid until destroy (an error's until its
+  // lane is given up again): node-based storage, an error's text at the error's index.
   mutable std::set<std::string> device_names;
   mutable std::deque<std::string> error_messages;
   // The last wireup_tally_count() snapshot; key_name backs tally_get's string.
@@ -106,7 +107,8 @@ wireup_status_t guarded(const char* fn, std::string* slot, F&& body) noexcept {
 // The QP factory the engine calls, turning the transport's C callback into wrapped QPs.
 qp::QpFactory make_factory(wireup_t* w);
 
-// Hands the results that appeared since the last call over to the transport (handed_over.h).
+// Hands the connections the pending READY lane events name over to the transport
+// (handed_over.h).
 void hand_over_new_results(wireup_t* w);
 // The engine's lane and address callbacks, routed to the handle's (on_demand.cc); and the lane
 // events of the last progress(), delivered after its hand-over.

@@ -104,8 +104,18 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     if (i >= w->handed.size()) return bad_index(w, fn, i, w->handed.size());
     const capi::HandedOver::Entry& h = w->handed[i];
     const ConnResult& r = w->engine->results().at(h.result);
-    if (Status s = capi::HandedOver::still_same(r, w->engine->qp(h.result), h); !s)
-      return fail(&w->last_error, WIREUP_ERR_INTERNAL, fn, s.message());
+    switch (capi::HandedOver::standing(r, w->engine->qp(h.result), h)) {
+      case capi::HandedOver::Standing::same: break;
+      case capi::HandedOver::Standing::connected_again:
+        return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn,
+                    "index " + std::to_string(i) + " (" + capi::HandedOver::identity(h) +
+                        "): the lane was closed and connected again; its new connection shows here once "
+                        "wireup_progress() returns (its READY lane event)");
+      case capi::HandedOver::Standing::lost:
+        return fail(&w->last_error, WIREUP_ERR_INTERNAL, fn,
+                    "internal: the result handed over as " + capi::HandedOver::identity(h) +
+                        " is no longer that connection in the engine");
+    }
     wireup_result_t x;
     std::memset(&x, 0, sizeof x);
     x.peer = r.peer;
@@ -156,9 +166,12 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
     if (out == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
     const auto& all = w->engine->errors();
     if (i >= all.size()) return bad_index(w, fn, i, all.size());
-    // The engine only appends errors: cache their strings in the same order, stable for good.
-    while (w->error_messages.size() < all.size()) w->error_messages.push_back(all[w->error_messages.size()].describe());
     const PeerError& e = all[i];
+    // One error per (peer, lane), the latest: its text is cached at the same index and made
+    // again only when the lane was given up again since (a pointer handed out earlier stays
+    // valid until then).
+    if (w->error_messages.size() < all.size()) w->error_messages.resize(all.size());
+    if (std::string m = e.describe(); m != w->error_messages[i]) w->error_messages[i] = std::move(m);
     wireup_peer_error_t x;
     std::memset(&x, 0, sizeof x);
     x.peer = e.peer;
