@@ -83,6 +83,7 @@ struct Options {
   int64_t kill_after_ms = -1;                //   ... this long after start
   int64_t kill_after_conns = -1;             //   ... or once it has this many connections
   double verify_timeout_s = 30;              // SEND check: completions must arrive by then
+  int hold_s = 0;                            // --hold-s: connections kept this long after the summary
   int into = -1;                             // --into R: every other rank connects to rank R only (an incast)
   bool on_demand = false;                    // --mode on-demand (engine.mode = on_demand)
   bool mode_given = false;                   //   --mode was on the command line
@@ -163,7 +164,11 @@ class DataPath {
   // is then reported as not run, never as passed.
   virtual std::string status_text(int status) const { return "status " + std::to_string(status); }
   virtual std::string one_sided_missing() const { return "this data path has no RDMA WRITE/READ"; }
-  virtual RemoteSlot remote_slot(const char* addr) const { return {reinterpret_cast<uint64_t>(addr), 0}; }
+  // `lane`: the lane the slot's address travels over (its rail's registration has the rkey).
+  virtual RemoteSlot remote_slot(size_t lane, const char* addr) const {
+    (void)lane;
+    return {reinterpret_cast<uint64_t>(addr), 0};
+  }
   virtual Problem post_write(size_t, uint64_t, const char*, uint32_t, RemoteSlot) { return one_sided_missing(); }
   virtual Problem post_read(size_t, uint64_t, char*, uint32_t, RemoteSlot) { return one_sided_missing(); }
 };
@@ -226,6 +231,8 @@ class OneSidedCheck {
 struct RankReport {
   uint32_t rank = 0;
   std::string device;
+  // "<rail>:<device>" -> this rank's endpoints on that rail (several rails: device.rails)
+  std::map<std::string, uint64_t> lanes_by_rail;
   double wireup_s = 0;             // start() -> done(), this rank
   double user_s = 0, sys_s = 0;    // CPU of this process meanwhile, user and system (0 on sim)
   uint64_t planned = 0;            // (peer, lane) slots of this rank
@@ -277,6 +284,7 @@ struct PhaseStats {
 struct Summary {
   JobInfo job;
   std::string device;              // the devices ranks used, "rxe0" or "mlx5_0,mlx5_1"
+  std::map<std::string, uint64_t> lanes_by_rail;  // "<rail>:<device>" -> endpoints, every rank
   uint64_t planned = 0;            // pairs x lanes
   uint64_t connections = 0;        // established between live ranks (each counted once)
   uint64_t failed = 0;             // planned - connections

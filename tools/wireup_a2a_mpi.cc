@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <functional>
 #include <stdexcept>
+#include <thread>
 
 #include "wireup_a2a_driver.h"
 #include "wireup_a2a_ondemand.h"
@@ -331,6 +332,7 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   if (od) job.on_demand = true, job.pattern = pattern_info(*plan, dead);
   const int status = summarize_job(rep, live, world_of, job, o.json);
   std::fflush(nullptr);
+  if (o.hold_s > 0) std::this_thread::sleep_for(std::chrono::seconds(o.hold_s));  // QPs at RTS meanwhile
   rr->close();  // disconnect (up to 2 s), then our QPs, CQ and PD
   rr.reset();   // the context last
   if (!dead.empty()) _exit(status);  // MPI_Finalize would wait for the dead rank

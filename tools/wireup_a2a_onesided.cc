@@ -51,7 +51,7 @@ Problem OneSidedCheck::prepare() {
   return {};
 }
 
-RemoteSlot OneSidedCheck::slot(size_t i) const { return path_.remote_slot(buf_.data() + i * kSlot); }
+RemoteSlot OneSidedCheck::slot(size_t i) const { return path_.remote_slot(i, buf_.data() + i * kSlot); }
 
 std::string OneSidedCheck::what(size_t i) const {
   const DataLane& l = lanes_[i];

@@ -27,6 +27,8 @@ const char* const kUsage =
     "  --no-verify            skip the QPN cross-check and the SEND both ways\n"
     "  --no-progress          no progress line on stderr\n"
     "  --verify-timeout-s S   SEND check deadline (default 30)\n"
+    "  --hold-s S             rdma: keep every connection S seconds after the summary, so that an\n"
+    "                         outside observer sees the QPs (rdma resource show qp)\n"
     "  --into R               an incast: every other rank knows (and connects to) rank R only;\n"
     "                         R knows everyone (roles still follow the plan: about half the\n"
     "                         ranks initiate to R)\n"
@@ -80,7 +82,7 @@ Expected<Options> parse_options(int argc, char** argv) {
     static const std::set<std::string> with_value = {
         "--lanes", "--config", "--set", "--wireup-timeout-ms", "--addr", "--job-key", "--kill-rank",
         "--kill-after-ms", "--kill-after-conns", "--provider", "--ranks", "--latency", "--seed",
-        "--verify-timeout-s", "--bootstrap", "--into", "--mode", "--pattern"};
+        "--verify-timeout-s", "--hold-s", "--bootstrap", "--into", "--mode", "--pattern"};
     if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos &&
                                          with_value.count(arg.substr(0, eq))) {
       value = arg.substr(eq + 1), arg = arg.substr(0, eq);
@@ -125,6 +127,10 @@ Expected<Options> parse_options(int argc, char** argv) {
       auto n = number<int>(arg, value, 0);
       if (!n) return bad<Options>(n.error());
       o.into = *n;
+    } else if (arg == "--hold-s") {
+      auto n = number<int>(arg, value, 0);
+      if (!n) return bad<Options>(n.error());
+      o.hold_s = *n;
     } else if (arg == "--verify-timeout-s") {
       auto n = number<int>(arg, value, 1);
       if (!n) return bad<Options>(n.error());

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -20,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "bootstrap/local_exit_watch.h"
@@ -419,6 +421,7 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
   if (od) job.on_demand = true, job.pattern = pattern_info(*plan, dead);
   const int status = summarize_job(s, rep, live, job, o.json);
   std::fflush(nullptr);
+  if (o.hold_s > 0) std::this_thread::sleep_for(std::chrono::seconds(o.hold_s));  // QPs at RTS meanwhile
   dw.pmix.reset();  // the handler goes before the session
   rr->close();      // disconnect (up to 2 s), then our QPs, CQ and PD
   rr.reset();       // the context last

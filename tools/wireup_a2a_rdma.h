@@ -25,7 +25,8 @@ class RdmaRank {
   RdmaRank(const RdmaRank&) = delete;
   RdmaRank& operator=(const RdmaRank&) = delete;
 
-  // PD, a CQ for every connection of the job (a SEND and a RECV each), the wireup handle.
+  // A PD and a CQ on every rail's device (a CQ entry for every connection of the job, a SEND
+  // and a RECV each), the wireup handle.
   // Throws wireup::Exception, or std::runtime_error for a verbs call.
   void open(uint32_t rank, uint32_t nranks, uint64_t job_key);
 
@@ -37,8 +38,9 @@ class RdmaRank {
   // Disconnects (wireup_destroy), then destroys the QPs, CQ and PD; the context goes last.
   void close();
 
-  ibv_pd* pd() const { return pd_; }
-  ibv_cq* cq() const { return cq_; }
+  size_t rails() const { return pds_.size(); }
+  ibv_pd* pd(size_t rail) const { return pds_.at(rail); }
+  ibv_cq* cq(size_t rail) const { return cqs_.at(rail); }
 
  private:
   ibv_qp* create_qp(const wireup::QpRequest& r);
@@ -47,8 +49,8 @@ class RdmaRank {
   wireup::Context ctx_;
   uint32_t lanes_ = 1;
   ibv_qp_cap caps_{};
-  ibv_pd* pd_ = nullptr;
-  ibv_cq* cq_ = nullptr;
+  std::vector<ibv_pd*> pds_;  // by rail (wireup_context_rail_ibv_context)
+  std::vector<ibv_cq*> cqs_;
   std::set<ibv_qp*> qps_;  // every QP the factory made and not released yet
   std::set<std::pair<uint32_t, uint32_t>> disconnected_;
   std::optional<wireup::Wireup> w_;  // last: destroyed first, before the QPs it used
@@ -69,7 +71,7 @@ class VerbsDataPath : public DataPath {
   int poll(Completion* wc, int n, Problem& error) override;
   std::string status_text(int status) const override;
   std::string one_sided_missing() const override { return {}; }
-  RemoteSlot remote_slot(const char* addr) const override;
+  RemoteSlot remote_slot(size_t lane, const char* addr) const override;
   Problem post_write(size_t i, uint64_t wr_id, const char* addr, uint32_t len, RemoteSlot to) override;
   Problem post_read(size_t i, uint64_t wr_id, char* addr, uint32_t len, RemoteSlot from) override;
 
@@ -78,7 +80,8 @@ class VerbsDataPath : public DataPath {
   RdmaRank& rr_;
   std::vector<DataLane> lanes_;
   std::vector<ibv_qp*> qps_;
-  ibv_mr* mr_ = nullptr;
+  std::vector<uint32_t> rail_;   // by lane: the rail its QP is on
+  std::vector<ibv_mr*> mrs_;     // by rail: the buffer registered on that rail's PD
 };
 
 // What this rank contributes to the summary, from the public API's results, errors,

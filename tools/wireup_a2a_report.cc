@@ -21,6 +21,7 @@ std::string serialize(const RankReport& r) {
   std::ostringstream o;
   o << "rank " << r.rank << "\n";
   if (!r.device.empty()) o << "device " << r.device << "\n";
+  for (auto& [k, v] : r.lanes_by_rail) o << "rl " << k << " " << v << "\n";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9f", r.wireup_s);
   o << "wireup_s " << buf << "\n";
@@ -77,6 +78,10 @@ Expected<RankReport> deserialize(std::string_view text) {
       ok = bool(l >> r.rank);
     } else if (tag == "device") {
       ok = bool(l >> r.device);
+    } else if (tag == "rl") {
+      std::string k;
+      uint64_t v;
+      ok = bool(l >> k >> v) && (r.lanes_by_rail[k] = v, true);
     } else if (tag == "wireup_s") {
       ok = bool(l >> r.wireup_s);
     } else if (tag == "cpu") {

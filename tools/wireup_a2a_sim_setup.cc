@@ -62,6 +62,7 @@ RankReport make_report(uint32_t rank, const RankEngine& re, double wireup_s, con
   for (const ConnResult& c : e.results()) {
     if (c.withdrawn) continue;  // taken back by an RTU repair: never a connection
     if (r.device.empty()) r.device = e.link(c).device;
+    ++r.lanes_by_rail[std::to_string(e.link(c).rail) + ":" + e.link(c).device];
     if (dead.count(c.peer)) {
       ++r.lost;
       r.errors_by_peer[c.peer][re.disconnected->count({c.peer, c.lane}) ? "disconnected" : "lost"]++;

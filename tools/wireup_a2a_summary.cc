@@ -118,6 +118,7 @@ Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports) {
   std::array<std::vector<int64_t>, kPhases> all;
   for (const RankReport& r : reports) {
     if (!r.device.empty()) devices.insert(r.device);
+    for (auto& [k, v] : r.lanes_by_rail) s.lanes_by_rail[k] += v;
     s.connections += r.active_to_live;
     s.lost += r.lost;
     s.connects_started += r.connects_started;
@@ -186,6 +187,15 @@ std::string human(const Summary& s) {
   o += "wall time    " + fmt("%.3f s", s.job.wall_s) + "   " + fmt("%.1f connections/s", s.conn_per_s) +
        "   (slowest rank " + std::to_string(s.slowest_rank) + fmt(": %.3f s)", s.slowest_rank_s) + "\n";
   if (s.job.on_demand) o += on_demand_lines(s);
+  // Several rails: how many endpoints (both ends of a connection count) each rail took.
+  if (s.lanes_by_rail.size() > 1 || (s.lanes_by_rail.size() == 1 && s.lanes_by_rail.begin()->first.rfind("0:", 0) != 0)) {
+    o += "rails       ";
+    for (auto& [k, v] : s.lanes_by_rail) {
+      const size_t colon = k.find(':');
+      o += " rail " + k.substr(0, colon) + " (" + k.substr(colon + 1) + ") " + std::to_string(v) + " endpoints;";
+    }
+    o.back() = '\n';
+  }
   if (s.user_s + s.sys_s > 0 && s.connections > 0)
     o += "cpu          " + fmt("%.3f s user + ", s.user_s) + fmt("%.3f s system", s.sys_s) +
          " in the ranks during wireup, " +
@@ -268,6 +278,7 @@ std::string to_json(const Summary& s) {
   o["provider"] = s.job.provider;
   o["mode"] = s.job.mode;
   o["device"] = s.device;
+  o["lanes_by_rail"] = json_counts(s.lanes_by_rail);
   // Which out-of-band channel carried the addresses and the checks: "mpi" or "pmix" (rdma).
   o["bootstrap"] = s.job.provider == "sim" ? "none" : s.job.mode;
   o["slowest_rank"] = {{"rank", s.slowest_rank}, {"wireup_s", round_to(s.slowest_rank_s, 1e6)}};

@@ -69,30 +69,38 @@ VerbsDataPath::VerbsDataPath(RdmaRank& rr, const std::set<uint32_t>& skip) : rr_
     if (r.qp != nullptr && !skip.count(r.peer)) {
       lanes_.push_back(DataLane{r.peer, r.lane, r.local_qpn, r.active != 0});
       qps_.push_back(r.qp);
+      rail_.push_back(WIREUP_HAS_FIELD(&r, rail) ? r.rail : 0);
     }
 }
 
 VerbsDataPath::~VerbsDataPath() {
-  if (mr_ != nullptr) (void)ibv_dereg_mr(mr_);
+  for (ibv_mr* mr : mrs_)
+    if (mr != nullptr) (void)ibv_dereg_mr(mr);
 }
 
-// Remote write and read too: the one-sided check's peers WRITE into and READ from it.
+// On every rail's PD (a lane's QP uses its rail's). Remote write and read too: the one-sided
+// check's peers WRITE into and READ from it.
 Problem VerbsDataPath::register_buffer(char* buf, size_t len) {
-  mr_ = ibv_reg_mr(rr_.pd(), buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-  return mr_ != nullptr ? Problem{} : errno_text("ibv_reg_mr", errno);
+  for (size_t r = 0; r < rr_.rails(); ++r) {
+    ibv_mr* mr = ibv_reg_mr(rr_.pd(r), buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    if (mr == nullptr) return errno_text("ibv_reg_mr", errno) + " (rail " + std::to_string(r) + ")";
+    mrs_.push_back(mr);
+  }
+  return {};
 }
 
 std::string VerbsDataPath::status_text(int status) const {
   return ibv_wc_status_str(static_cast<ibv_wc_status>(status));
 }
 
-RemoteSlot VerbsDataPath::remote_slot(const char* addr) const {
-  return RemoteSlot{reinterpret_cast<uint64_t>(addr), mr_ != nullptr ? mr_->rkey : 0, 0};
+RemoteSlot VerbsDataPath::remote_slot(size_t lane, const char* addr) const {
+  const uint32_t rail = lane < rail_.size() ? rail_[lane] : 0;
+  return RemoteSlot{reinterpret_cast<uint64_t>(addr), rail < mrs_.size() ? mrs_[rail]->rkey : 0, 0};
 }
 
 Problem VerbsDataPath::post_one_sided(size_t i, uint64_t wr_id, ibv_wr_opcode op, char* addr, uint32_t len,
                                       RemoteSlot to) {
-  ibv_sge sge{reinterpret_cast<uint64_t>(addr), len, mr_->lkey};
+  ibv_sge sge{reinterpret_cast<uint64_t>(addr), len, mrs_[rail_[i]]->lkey};
   ibv_send_wr wr{}, *bad = nullptr;
   wr.wr_id = wr_id, wr.sg_list = &sge, wr.num_sge = 1, wr.opcode = op, wr.send_flags = IBV_SEND_SIGNALED;
   wr.wr.rdma.remote_addr = to.addr;
@@ -112,7 +120,7 @@ Problem VerbsDataPath::post_read(size_t i, uint64_t wr_id, char* addr, uint32_t 
 }
 
 Problem VerbsDataPath::post_recv(size_t i, uint64_t wr_id, char* addr, uint32_t len) {
-  ibv_sge sge{reinterpret_cast<uint64_t>(addr), len, mr_->lkey};
+  ibv_sge sge{reinterpret_cast<uint64_t>(addr), len, mrs_[rail_[i]]->lkey};
   ibv_recv_wr wr{}, *bad = nullptr;
   wr.wr_id = wr_id, wr.sg_list = &sge, wr.num_sge = 1;
   const int rc = ibv_post_recv(qps_[i], &wr, &bad);
@@ -120,7 +128,7 @@ Problem VerbsDataPath::post_recv(size_t i, uint64_t wr_id, char* addr, uint32_t 
 }
 
 Problem VerbsDataPath::post_send(size_t i, uint64_t wr_id, const char* addr, uint32_t len) {
-  ibv_sge sge{reinterpret_cast<uint64_t>(addr), len, mr_->lkey};
+  ibv_sge sge{reinterpret_cast<uint64_t>(addr), len, mrs_[rail_[i]]->lkey};
   ibv_send_wr wr{}, *bad = nullptr;
   wr.wr_id = wr_id, wr.sg_list = &sge, wr.num_sge = 1, wr.opcode = IBV_WR_SEND, wr.send_flags = IBV_SEND_SIGNALED;
   const int rc = ibv_post_send(qps_[i], &wr, &bad);
@@ -129,9 +137,14 @@ Problem VerbsDataPath::post_send(size_t i, uint64_t wr_id, const char* addr, uin
 
 int VerbsDataPath::poll(Completion* out, int n, Problem& error) {
   ibv_wc wc[64];
-  const int got = ibv_poll_cq(rr_.cq(), std::min(n, 64), wc);
-  if (got < 0) return error = "ibv_poll_cq failed", -1;
-  for (int k = 0; k < got; ++k) out[k] = Completion{wc[k].wr_id, int(wc[k].status), wc[k].byte_len, wc[k].qp_num};
+  int got = 0;
+  for (size_t r = 0; r < rr_.rails() && got < n; ++r) {
+    const int k = ibv_poll_cq(rr_.cq(r), std::min(n - got, 64), wc);
+    if (k < 0) return error = "ibv_poll_cq failed (rail " + std::to_string(r) + ")", -1;
+    for (int j = 0; j < k; ++j)
+      out[got + j] = Completion{wc[j].wr_id, int(wc[j].status), wc[j].byte_len, wc[j].qp_num};
+    got += k;
+  }
   return got;
 }
 
@@ -147,14 +160,23 @@ RdmaRank::RdmaRank(const Options& o) : ctx_(context_params(o)) {
 RdmaRank::~RdmaRank() { close(); }
 
 void RdmaRank::open(uint32_t rank, uint32_t nranks, uint64_t job_key) {
-  pd_ = ibv_alloc_pd(ctx_.ibv_context());
-  if (pd_ == nullptr) throw std::runtime_error(errno_text("ibv_alloc_pd", errno) + " on " + ctx_.device_name());
-  // One shared CQ: a SEND and a RECV completion per connection during the check, plus slack.
-  const uint64_t conns = uint64_t(nranks - 1) * lanes_;
-  const int entries = int(std::max<uint64_t>(256, 2 * conns + 64));
-  cq_ = ibv_create_cq(ctx_.ibv_context(), entries, nullptr, nullptr, 0);
-  if (cq_ == nullptr)
-    throw std::runtime_error(errno_text("ibv_create_cq", errno) + " (" + std::to_string(entries) + " entries)");
+  // On every rail's device, as a transport would: its QPs go on the request's device.
+  for (size_t r = 0; r < ctx_.num_rails(); ++r) {
+    ibv_context* dev = ctx_.rail_ibv_context(r);
+    ibv_pd* pd = ibv_alloc_pd(dev);
+    if (pd == nullptr)
+      throw std::runtime_error(errno_text("ibv_alloc_pd", errno) + " on " + ctx_.rail_device_name(r));
+    pds_.push_back(pd);
+    // One CQ per rail: a SEND and a RECV completion per connection during the check, plus slack
+    // (any share of the lanes may land on one rail).
+    const uint64_t conns = uint64_t(nranks - 1) * lanes_;
+    const int entries = int(std::max<uint64_t>(256, 2 * conns + 64));
+    ibv_cq* cq = ibv_create_cq(dev, entries, nullptr, nullptr, 0);
+    if (cq == nullptr)
+      throw std::runtime_error(errno_text("ibv_create_cq", errno) + " (" + std::to_string(entries) + " entries) on " +
+                               ctx_.rail_device_name(r));
+    cqs_.push_back(cq);
+  }
   w_.emplace(ctx_, wireup::Params{rank, nranks, 0, job_key}, [this](const wireup::QpRequest& r) { return create_qp(r); },
              [this](const wireup::QpRequest&, ibv_qp* qp) { release_qp(qp); });
   w_->on_event([this](const wireup_event_t& ev) {
@@ -163,16 +185,18 @@ void RdmaRank::open(uint32_t rank, uint32_t nranks, uint64_t job_key) {
 }
 
 ibv_qp* RdmaRank::create_qp(const wireup::QpRequest& r) {
-  if (r.context != ctx_.ibv_context()) {  // one device per process: the PD and CQ live there
+  // The request's rail: its PD and CQ are on the device the CM resolved.
+  const uint32_t rail = WIREUP_HAS_FIELD(&r, rail) ? r.rail : 0;
+  if (rail >= pds_.size() || r.context != ctx_.rail_ibv_context(rail)) {
     errno = EXDEV;
     return nullptr;
   }
   ibv_qp_init_attr a{};
-  a.send_cq = cq_;
-  a.recv_cq = cq_;
+  a.send_cq = cqs_[rail];
+  a.recv_cq = cqs_[rail];
   a.qp_type = IBV_QPT_RC;
   a.cap = caps_;
-  ibv_qp* qp = ibv_create_qp(pd_, &a);
+  ibv_qp* qp = ibv_create_qp(pds_[rail], &a);
   if (qp != nullptr) qps_.insert(qp);
   return qp;  // nullptr with errno set, as the factory contract wants
 }
@@ -185,8 +209,10 @@ void RdmaRank::close() {
   w_.reset();  // disconnects, waits up to 2 s for the peers; our QPs stay ours
   for (ibv_qp* qp : qps_) (void)ibv_destroy_qp(qp);
   qps_.clear();
-  if (cq_ != nullptr) (void)ibv_destroy_cq(cq_), cq_ = nullptr;
-  if (pd_ != nullptr) (void)ibv_dealloc_pd(pd_), pd_ = nullptr;
+  for (ibv_cq* cq : cqs_) (void)ibv_destroy_cq(cq);
+  cqs_.clear();
+  for (ibv_pd* pd : pds_) (void)ibv_dealloc_pd(pd);
+  pds_.clear();
 }
 
 RankReport make_report(uint32_t rank, RdmaRank& rr, double wireup_s, const std::set<uint32_t>& dead) {
@@ -198,6 +224,7 @@ RankReport make_report(uint32_t rank, RdmaRank& rr, double wireup_s, const std::
   const std::vector<wireup_peer_error_t> errors = w.errors();
   for (const wireup_result_t& c : results) {
     if (r.device.empty() && c.device != nullptr) r.device = c.device;
+    if (c.device != nullptr) ++r.lanes_by_rail[std::to_string(WIREUP_HAS_FIELD(&c, rail) ? c.rail : 0) + ":" + c.device];
     if (dead.count(c.peer)) {
       ++r.lost;
       r.errors_by_peer[c.peer][rr.disconnected().count({c.peer, c.lane}) ? "disconnected" : "lost"]++;

@@ -77,9 +77,12 @@ extern "C" {
 struct ibv_context;
 struct ibv_qp;
 
-/* The most bytes wireup_local_address() writes: allgather this many per rank. 20 without the
- * liveness service; 24 with it (liveness.enable: its UDP endpoint travels in the address). */
+/* The most bytes wireup_local_address() writes with one rail (device.rails = 1): allgather
+ * this many per rank. 20 without the liveness service; 24 with it (liveness.enable: its UDP
+ * endpoint travels in the address). Two IPv4 rails take 18 (22 with liveness); any number of
+ * rails at most WIREUP_RAILS_ADDRESS_MAX (16 IPv6 rails, with liveness). */
 #define WIREUP_ADDRESS_MAX 24
+#define WIREUP_RAILS_ADDRESS_MAX 326
 
 typedef enum wireup_status {
   WIREUP_OK = 0,
@@ -187,6 +190,22 @@ struct ibv_context* wireup_context_ibv_context(const wireup_context_t* ctx);
 /* The IP address wireup handles of this context listen on, as text ("10.0.0.1"). */
 const char* wireup_context_listen_address(const wireup_context_t* ctx);
 
+/* Several NICs per process ("rails", config device.rails: a number, or "all" equally near
+ * devices). The context opens every rail's device, rail 0 first; rail 0 is the device above
+ * (wireup_context_device_name, wireup_context_ibv_context, wireup_context_listen_address).
+ * A wireup handle listens on every rail and publishes all their addresses; each lane to a peer
+ * runs on a pair of rails in one subnet (wireup_result_t.rail says which of ours), so the
+ * transport creates a PD and CQs on every rail's ibv_context and its factory makes each QP on
+ * the request's context. listen_ip must be NULL with several rails.
+ * wireup_context_num_rails: 1 with device.rails = 1; 0 if ctx is NULL. */
+size_t wireup_context_num_rails(const wireup_context_t* ctx);
+/* Rail `rail`'s ibv_context (owned by the context), device name, and listen address with its
+ * subnet's prefix length ("10.0.2.1/24"; without "/N" when unknown). NULL if ctx is NULL or
+ * rail >= wireup_context_num_rails(ctx) (wireup_context_last_error says which). */
+struct ibv_context* wireup_context_rail_ibv_context(const wireup_context_t* ctx, size_t rail);
+const char* wireup_context_rail_device_name(const wireup_context_t* ctx, size_t rail);
+const char* wireup_context_rail_listen_address(const wireup_context_t* ctx, size_t rail);
+
 /* How the listen address was found, one line: "rxe0 port 1 -> eth0 (GID 0 (RoCE v2)) ->
  * 10.0.0.1 (IPv4)", or "listen_ip 10.0.0.1 (given)". NULL if ctx is NULL. */
 const char* wireup_context_listen_source(const wireup_context_t* ctx);
@@ -226,6 +245,8 @@ typedef struct wireup_qp_request {
   uint32_t lane;                /* 0 .. lanes-1 */
   int active;                   /* 1: this side initiates the connection, 0: it accepts */
   struct ibv_context* context;  /* the device the CM resolved: create the QP on it */
+  uint32_t rail;                /* the rail of that device (wireup_context_num_rails); 0 with
+                                   one rail */
 } wireup_qp_request_t;
 
 /*

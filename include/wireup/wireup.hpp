@@ -92,6 +92,18 @@ class Context {
   struct ibv_context* ibv_context() const { return wireup_context_ibv_context(ctx_); }
   std::string listen_address() const { return detail::str(wireup_context_listen_address(ctx_)); }
   std::string listen_source() const { return detail::str(wireup_context_listen_source(ctx_)); }
+  // The rails (device.rails): rail 0 is the device above. Out-of-range rails throw.
+  size_t num_rails() const { return wireup_context_num_rails(ctx_); }
+  struct ibv_context* rail_ibv_context(size_t rail) const {
+    struct ibv_context* c = wireup_context_rail_ibv_context(ctx_, rail);
+    if (c == nullptr) throw Exception(WIREUP_ERR_INVALID_ARGUMENT, wireup_context_last_error(ctx_));
+    return c;
+  }
+  std::string rail_device_name(size_t rail) const { return detail::str(wireup_context_rail_device_name(ctx_, rail)); }
+  // "10.0.2.1/24" (no "/N" when the prefix length is unknown).
+  std::string rail_listen_address(size_t rail) const {
+    return detail::str(wireup_context_rail_listen_address(ctx_, rail));
+  }
   // The effective value of one key ("engine.lanes" -> "4"); throws for an unknown key.
   std::string config_value(const std::string& key) const {
     const char* v = wireup_context_config_value(ctx_, key.c_str());

@@ -56,6 +56,9 @@ typedef struct wireup_result {
   uint32_t qp_access_flags;
   uint8_t qp_path_mtu, qp_max_rd_atomic, qp_max_dest_rd_atomic, qp_timeout;
   uint8_t qp_retry_cnt, qp_rnr_retry, qp_min_rnr_timer;
+  /* The local rail the connection runs on (its device is wireup_context_rail_ibv_context of
+   * it); 0 with one rail. */
+  uint32_t rail;
 } wireup_result_t;
 
 /* Number of results: one per (peer, lane) handed over so far, in the order the lanes were first

@@ -65,6 +65,16 @@ Status set_listen_ip(const char* ip, wireup_context& ctx) {
   return Status::ok();
 }
 
+// rails[0] is the context's device and listen address; each rail's text for the API.
+Status set_rails(wireup_context& ctx) {
+  ctx.device = ctx.rails[0].device;
+  ctx.listen_ip = ctx.rails[0].listen_ip;
+  ctx.listen_source = ctx.rails[0].listen_source;
+  for (wireup_context::Rail& r : ctx.rails)
+    r.listen_cidr = r.prefix_len ? r.listen_ip + "/" + std::to_string(r.prefix_len) : r.listen_ip;
+  return Status::ok();
+}
+
 Status build(const wireup_context_params_t& p, wireup_context& ctx) {
   if (p.provider != nullptr && std::strcmp(p.provider, "rdma") != 0)
     return Error::make(ErrorCode::invalid_argument, "provider",
@@ -72,35 +82,56 @@ Status build(const wireup_context_params_t& p, wireup_context& ctx) {
   Result<host::LocalRank> lr = load_config(p, ctx);
   if (!lr) return lr.error();
   const config::Settings& s = ctx.config.settings();
-  // Several rails are chosen (wireup_info --rails) but not yet connected over: say so rather
-  // than quietly use one.
-  if (const topo::RailCount want = host::rail_count(s); want.value != 1)
+  const topo::RailCount want = host::rail_count(s);
+  // listen_ip names one address: with several rails each comes from its own device's port.
+  if (want.value != 1 && p.listen_ip != nullptr)
     return Error::make(ErrorCode::config_error, "wireup_context_create",
-                       "device.rails = " + (want.all_equally_near() ? std::string("\"all\"") : std::to_string(want.value)) +
-                           ": connections use one device per process in this version (1 is the only "
-                           "value taken); `wireup_info --rails` shows the set such a value would choose");
+                       "listen_ip " + std::string(p.listen_ip) + " with device.rails = " +
+                           (want.all_equally_near() ? std::string("\"all\"") : std::to_string(want.value)) +
+                           ": one address for several rails; leave listen_ip NULL, each rail's address "
+                           "comes from its device's port");
 
   auto prov = prov::rdma::RdmaProvider::create();
   if (!prov) return prov.error();
   ctx.qps = capi::rdma_qp_adapter(**prov);
   ctx.owned_provider = std::move(prov).value();
   ctx.provider = ctx.owned_provider.get();
-  auto choice = host::choose_device(*ctx.provider, s, *lr);
-  if (!choice) return choice.error();
-  ctx.device = choice->device;
-  WIREUP_LOG(info, "device %s; local rank %d (%s)", choice->why.c_str(), lr->value, lr->source.c_str());
-
-  if (p.listen_ip != nullptr) {
-    if (Status st = set_listen_ip(p.listen_ip, ctx); !st) return st;
+  std::vector<host::DeviceChoice> chosen;
+  if (want.value == 1) {
+    auto choice = host::choose_device(*ctx.provider, s, *lr);
+    if (!choice) return choice.error();
+    chosen.push_back(std::move(choice).value());
   } else {
-    auto l = host::device_listen_address(host::sysfs_root(), ctx.device->info().name, s.device.port,
-                                         host::live_addresses());
-    if (!l) return l.error();
-    ctx.listen_ip = l->ip;
-    ctx.listen_source = l->why;
+    auto set = host::choose_rail_devices(*ctx.provider, s, *lr);
+    if (!set) return set.error();
+    chosen = std::move(set).value();
   }
-  WIREUP_LOG(info, "listen address: %s", ctx.listen_source.c_str());
-  return Status::ok();
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const host::DeviceChoice& c = chosen[i];
+    if (chosen.size() == 1)
+      WIREUP_LOG(info, "device %s; local rank %d (%s)", c.why.c_str(), lr->value, lr->source.c_str());
+    else
+      WIREUP_LOG(info, "rail %zu: device %s; local rank %d (%s)", i, c.why.c_str(), lr->value, lr->source.c_str());
+    wireup_context::Rail r;
+    r.device = c.device;
+    if (p.listen_ip != nullptr) {
+      if (Status st = set_listen_ip(p.listen_ip, ctx); !st) return st;
+      r.listen_ip = ctx.listen_ip;
+      r.listen_source = ctx.listen_source;
+    } else {
+      auto l = host::device_listen_address(host::sysfs_root(), c.device->info().name, s.device.port,
+                                           host::live_addresses());
+      if (!l && chosen.size() == 1) return l.error();
+      if (!l) return Error(l.error()).with_peer("rail " + std::to_string(i));
+      r.listen_ip = l->ip;
+      r.prefix_len = l->prefix_len;
+      r.listen_source = l->why;
+    }
+    WIREUP_LOG(info, "listen address%s: %s", chosen.size() == 1 ? "" : (" of rail " + std::to_string(i)).c_str(),
+               r.listen_source.c_str());
+    ctx.rails.push_back(std::move(r));
+  }
+  return set_rails(ctx);
 }
 
 Status build_over(const wireup_context_params_t& p, capi::ProviderSeat seat, wireup_context& ctx) {
@@ -114,13 +145,26 @@ Status build_over(const wireup_context_params_t& p, capi::ProviderSeat seat, wir
   ctx.provider = &seat.provider;
   ctx.device = &seat.device;
   ctx.qps = std::move(seat.qps);
-  return set_listen_ip(p.listen_ip, ctx);
+  WIREUP_TRY(set_listen_ip(p.listen_ip, ctx));
+  ctx.rails.push_back(wireup_context::Rail{&seat.device, ctx.listen_ip, 0, {}, ctx.listen_source});
+  return set_rails(ctx);
 }
 
 // Accessors answer NULL for a NULL context, and say why to wireup_last_error(NULL).
 std::nullptr_t null_context(const char* fn) {
   fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "the context is NULL");
   return nullptr;
+}
+
+// The rail `rail` of `ctx`, or null with the reason recorded.
+const wireup_context::Rail* rail_at(const wireup_context_t* ctx, size_t rail, const char* fn) {
+  if (ctx == nullptr) return null_context(fn);
+  if (rail >= ctx->rails.size())
+    return fail(&ctx->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn,
+                "rail " + std::to_string(rail) + " of " + std::to_string(ctx->rails.size()) +
+                    " (wireup_context_num_rails)"),
+           nullptr;
+  return &ctx->rails[rail];
 }
 
 // The caller's params (NULL: all defaults) as this library's layout.
@@ -171,6 +215,26 @@ const char* wireup_context_device_name(const wireup_context_t* ctx) {
 
 struct ibv_context* wireup_context_ibv_context(const wireup_context_t* ctx) {
   return ctx != nullptr ? ctx->qps->context_of(*ctx->device) : null_context("wireup_context_ibv_context");
+}
+
+size_t wireup_context_num_rails(const wireup_context_t* ctx) {
+  return ctx != nullptr ? ctx->rails.size() : (null_context("wireup_context_num_rails"), 0);
+}
+
+
+struct ibv_context* wireup_context_rail_ibv_context(const wireup_context_t* ctx, size_t rail) {
+  const wireup_context::Rail* r = rail_at(ctx, rail, "wireup_context_rail_ibv_context");
+  return r != nullptr ? ctx->qps->context_of(*r->device) : nullptr;
+}
+
+const char* wireup_context_rail_device_name(const wireup_context_t* ctx, size_t rail) {
+  const wireup_context::Rail* r = rail_at(ctx, rail, "wireup_context_rail_device_name");
+  return r != nullptr ? r->device->info().name.c_str() : nullptr;
+}
+
+const char* wireup_context_rail_listen_address(const wireup_context_t* ctx, size_t rail) {
+  const wireup_context::Rail* r = rail_at(ctx, rail, "wireup_context_rail_listen_address");
+  return r != nullptr ? r->listen_cidr.c_str() : nullptr;
 }
 
 const char* wireup_context_listen_address(const wireup_context_t* ctx) {

@@ -33,6 +33,22 @@ struct wireup_context {
   std::unique_ptr<wireup::capi::QpAdapter> qps;  // what ibv_context / ibv_qp are on it
   std::string listen_ip;
   std::string listen_source;  // how listen_ip was found (wireup_context_listen_source)
+  // Every rail (config device.rails), rail 0 first: its device (rails[0] is `device`), listen
+  // address (rails[0]'s is listen_ip) and subnet prefix length (0: unknown).
+  struct Rail {
+    wireup::prov::Device* device = nullptr;
+    std::string listen_ip;
+    uint8_t prefix_len = 0;
+    std::string listen_cidr;  // "10.0.2.1/24" (wireup_context_rail_listen_address)
+    std::string listen_source;
+  };
+  std::vector<Rail> rails;
+  // The rail whose device is `d`; 0 for a device no rail has (cannot happen for a QP of ours).
+  uint32_t rail_of(const wireup::prov::Device* d) const {
+    for (size_t i = 0; i < rails.size(); ++i)
+      if (rails[i].device == d) return static_cast<uint32_t>(i);
+    return 0;
+  }
   mutable std::map<std::string, std::string, std::less<>> config_values;  // handed-out texts
   size_t handles = 0;  // wireup_t made from this context and not destroyed yet
   mutable std::string last_error;

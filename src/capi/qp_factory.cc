@@ -18,7 +18,7 @@ qp::QpFactory make_factory(wireup_t* w) {
   return [w](const qp::QpRequest& r) -> Result<std::unique_ptr<prov::Qp>> {
     QpAdapter& adapter = *w->ctx->qps;
     const wireup_qp_request_t req{sizeof(wireup_qp_request_t), r.peer, r.lane, r.active ? 1 : 0,
-                                  adapter.context_of(r.device)};
+                                  adapter.context_of(r.device), w->ctx->rail_of(&r.device)};
     ibv_qp* qp = nullptr;
     if (int rc = w->create_qp(w->qp_arg, &req, &qp); rc != 0)
       return Error::from_errno("QP factory", rc > 0 ? rc : EINVAL,

@@ -21,6 +21,13 @@ Result<std::unique_ptr<Engine>> make_engine(wireup_t* w, const wireup_params_t& 
   if (!listen) return listen.error();
   EngineOptions o = engine_options(w->ctx->config.settings(), p.rank, p.nranks, *listen, p.job_key);
   if (p.lanes != 0) o.lanes = p.lanes;
+  // Every rail, with listen_addr's port (config cm.port, or 0: any); rail 0 is listen_addr.
+  for (const wireup_context::Rail& r : w->ctx->rails) {
+    auto a = prov::SockAddr::parse(r.listen_ip);
+    if (!a) return a.error();
+    a->set_port(o.listen_addr.port());
+    o.rails.push_back(RailAddress{*a, r.prefix_len});
+  }
   if (o.liveness) {
     // Its ring needs every rank's endpoint before the first heartbeat: bulk only.
     if (o.on_demand)

@@ -4,6 +4,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "config/settings.h"
@@ -22,6 +23,11 @@ struct DeviceChoice {
 // Locality (hwloc, seconds per process in the TCG VM) is loaded only when more than one device
 // is usable: it orders usable devices, it never makes one usable.
 Result<DeviceChoice> choose_device(prov::Provider& p, const config::Settings& s, const LocalRank& local_rank);
+
+// The rail set (topo/rails.h) of device.rails devices, rail 0 first, each open on the provider.
+// With device.rails = 1 it is choose_device's one device.
+Result<std::vector<DeviceChoice>> choose_rail_devices(prov::Provider& p, const config::Settings& s,
+                                                      const LocalRank& local_rank);
 
 // What the ranking gets from the configuration and the provider's devices (no locality yet).
 topo::RankInput rank_input(const config::Settings& s, const LocalRank& local_rank,

@@ -195,7 +195,7 @@ Result<ListenChoice> listen_address(const PortNetdevs& p, const AddrLookup& addr
                             kind + ")";
           for (size_t k = 0; k < i; ++k) why += (k ? ", " : "; passed over: ") + p.netdevs[k].netdev;
           if (i > 0) why += std::string(" (no ") + (a.family == AF_INET ? "IPv4" : "usable address") + ")";
-          return ListenChoice{a.text, p.netdevs[i].netdev, std::move(why)};
+          return ListenChoice{a.text, p.netdevs[i].netdev, a.prefix_len, std::move(why)};
         }
     return std::nullopt;
   };

@@ -16,6 +16,7 @@
 // host) that a peer cannot use to reach it; the error says so (set listen_ip).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -53,12 +54,14 @@ struct IfAddr {
   int family = 0;           // AF_INET, AF_INET6
   std::string text;         // "10.0.0.1", "fd00::1", "fe80::1"
   bool link_local = false;  // IPv6 fe80::/10
+  uint8_t prefix_len = 0;   // the subnet's prefix length (netmask); 0 = unknown
 };
 // Addresses of one interface, in the order the system lists them.
 using AddrLookup = std::function<std::vector<IfAddr>(const std::string& ifname)>;
 
 AddrLookup live_addresses();  // getifaddrs(3), at each call
-// A fixed table: interface -> addresses as text (IPv4 or IPv6; invalid text is an error).
+// A fixed table: interface -> addresses as text, IPv4 or IPv6 with an optional "/prefix"
+// ("10.0.2.1/24"; invalid text is an error).
 Result<AddrLookup> table_addresses(const std::map<std::string, std::vector<std::string>>& table);
 // A table from a file of "<ifname> <address>" lines ('#' comments): captured layouts carry one.
 Result<AddrLookup> file_addresses(const std::string& path);
@@ -66,6 +69,7 @@ Result<AddrLookup> file_addresses(const std::string& path);
 struct ListenChoice {
   std::string ip;      // "10.0.0.1", "fd00::5"
   std::string netdev;  // where it was found
+  uint8_t prefix_len = 0;  // its subnet's prefix length; 0 = unknown
   std::string why;     // "mlx5_0 port 1 -> bond0 (GID 0 (RoCE v2)) -> 10.0.0.1 (IPv4)"
 };
 

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "wireup/address.h"
+#include "wireup/rail_address.h"
 #include "wireup/engine_checks.h"
 #include "wireup/plan.h"
 
@@ -32,7 +33,7 @@ void Engine::teardown() {
   if (channels_.setup) channels_.setup->graveyard.clear();
   pairs_.clear();
   if (channels_.setup) {
-    channels_.setup->listener.reset();
+    channels_.setup->listeners.clear();
     while (channels_.setup->channel->get_event()) {
     }
     channels_.setup.reset();
@@ -43,12 +44,25 @@ Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions 
   WIREUP_TRY(check_options(o, factory));
   auto profile = make_profile(o);
   if (!profile) return profile.error();
+  // One profile per rail: the same but for the source address the rail's connects resolve from.
+  std::vector<cm::Profile> profiles{*profile};
+  for (size_t r = 1; r < o.rails.size(); ++r) {
+    prov::SockAddr src = o.rails[r].addr;
+    src.set_port(0);
+    profiles.push_back(*profile);
+    profiles.back().local = src;
+  }
+  std::vector<LocalRail> rails;
+  for (const RailAddress& r : o.rails) rails.push_back(LocalRail{r, true});
+  if (rails.empty()) rails.push_back(LocalRail{RailAddress{o.listen_addr, 0}, true});
+  RailRoutes routes(std::move(rails), o.route_check);
   auto wire = Wire::create(o.job_key, o.rank, random_nonce_base());
   if (!wire) return wire.error();
   // Pacing follows the bulk plan's incoming load; on demand nobody knows it ahead.
   const incast::Pacing pacing = o.on_demand ? incast::Pacing{} : incast::effective(o.incast, o.backlog);
   std::unique_ptr<Engine> e(
-      new Engine(p, Fixed{std::move(o), std::move(profile).value(), *wire, std::move(factory), pacing}));
+      new Engine(p, Fixed{std::move(o), std::move(profiles), *wire, std::move(factory), pacing}));
+  e->rails_ = std::move(routes);
   auto steady = p.create_channel();
   if (!steady) return steady.error();
   e->channels_.steady = std::move(steady).value();
@@ -61,25 +75,44 @@ Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions 
 }
 
 Status Engine::listen() {
+  // Rail 0 at listen_addr; the others at their own addresses, with the same port.
+  WIREUP_TRY(listen_on(0, opt().listen_addr));
+  for (uint32_t r = 1; r < rails_.size(); ++r) WIREUP_TRY(listen_on(r, rails_.local()[r].address.addr));
+  return Status::ok();
+}
+
+Status Engine::listen_on(uint32_t rail, const prov::SockAddr& addr) {
   Setup& s = *channels_.setup;
   auto id = prov_.create_id(*s.channel, prov::PortSpace::tcp,
-                            prov::Route(static_cast<prov::CmEventSink*>(this), kListenerTag));
+                            prov::Route(static_cast<prov::CmEventSink*>(this), kListenerTag - rail));
   if (!id) return id.error();
-  s.listener = std::move(id).value();
-  if (opt().reuseaddr) WIREUP_TRY(s.listener->set_reuseaddr(true));
-  WIREUP_TRY(s.listener->bind_addr(opt().listen_addr));
-  // Bound to the device's address: the id names the device whose async events are ours.
-  if (prov::Device* d = s.listener->device()) {
-    auto sub = prov::DeviceSubscription::make(*d, *this, opt().async_events);
-    if (!sub) return sub.error();
-    device_ = std::move(sub).value();
+  s.listeners.push_back(std::move(id).value());
+  prov::CmId& l = *s.listeners.back();
+  if (opt().reuseaddr) WIREUP_TRY(l.set_reuseaddr(true));
+  if (Status b = l.bind_addr(addr); !b) {
+    if (!rails_.several()) return b;
+    return Error(b.error()).with_peer("rail " + std::to_string(rail));
   }
-  return s.listener->listen(opt().backlog);
+  // Bound to the device's address: the id names the device whose async events are ours.
+  if (prov::Device* d = l.device()) {
+    rails_.set_device(rail, d);
+    const bool subscribed =
+        std::any_of(devices_.begin(), devices_.end(), [&](const prov::DeviceSubscription& x) { return x.device() == d; });
+    if (!subscribed) {
+      auto sub = prov::DeviceSubscription::make(*d, *this, opt().async_events);
+      if (!sub) return sub.error();
+      devices_.push_back(std::move(sub).value());
+    }
+  }
+  WIREUP_TRY(l.listen(opt().backlog));
+  bound_.push_back(RailAddress{l.local_addr(), rails_.local()[rail].address.prefix_len});
+  return Status::ok();
 }
 
 std::vector<uint8_t> Engine::local_address() const {
   const Setup* s = channels_.setup.get();
-  return s && s->listener ? encode_address(s->listener->local_addr()) : std::vector<uint8_t>();
+  // One rail: format 1, what a single-rail engine always published; several: format 2.
+  return s && !s->listeners.empty() && s->listeners[0] ? encode_rails(bound_) : std::vector<uint8_t>();
 }
 
 Status Engine::set_peers(std::span<const Peer> peers) {
@@ -88,6 +121,7 @@ Status Engine::set_peers(std::span<const Peer> peers) {
   std::vector<std::pair<uint32_t, prov::SockAddr>> table;  // sorted below
   table.reserve(peers.size());
   std::vector<bool> listed(nranks, false);  // in `table`, or our own entry, already
+  std::vector<std::pair<uint32_t, std::vector<RailAddress>>> decoded;  // every rail of each peer
   std::string problems;
   auto note = [&](size_t i, uint32_t rank, const std::string& what) {
     problems += (problems.empty() ? "" : "; ") + std::string("entry ") + std::to_string(i) + " (rank " +
@@ -103,17 +137,20 @@ Status Engine::set_peers(std::span<const Peer> peers) {
       note(i, pe.rank, "rank listed twice");
       continue;
     }
-    auto a = decode_address(pe.address);
+    auto a = decode_rails(pe.address);
     if (!a) {
       note(i, pe.rank, a.error().detail);
       continue;
     }
     listed[pe.rank] = true;
     if (pe.rank == opt().rank) continue;  // our own entry, as an allgather gives it
-    table.emplace_back(pe.rank, *a);
+    table.emplace_back(pe.rank, a->front().addr);
+    decoded.emplace_back(pe.rank, std::move(a).value());
   }
   if (!problems.empty())
     return Error::make(ErrorCode::invalid_argument, "Engine::set_peers", "bad peer table: " + problems);
+  rails_.release();
+  for (const auto& [rank, rails] : decoded) pair_rails(rank, rails);
   std::sort(table.begin(), table.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   peers_.assign(std::move(table));
   return Status::ok();
@@ -140,6 +177,7 @@ Status Engine::start() {
     for (uint32_t p : in) passive.push_back(pair_key(p, lane));
   }
   pairs_.build(active, passive);
+  give_up_unpaired();
   // Sized from the plan: no growth (and no spare capacity) on the per-connection path.
   records_.reserve(pairs_.size());
   life_.started = true;
@@ -153,7 +191,7 @@ Status Engine::start() {
 
 void Engine::on_cm_event(prov::CmEvent& ev) {
   if (ev.type == prov::CmEventType::connect_request) return handle_request(ev);
-  if (ev.id->route().tag == kListenerTag) return on_listener_event(ev);
+  if (is_listener_tag(ev.id->route().tag)) return on_listener_event(ev);
   answer_steady(ev);
 }
 
@@ -234,7 +272,8 @@ Result<int> Engine::progress() {
     stats_[Counter::events] += static_cast<uint64_t>(n);
     work += n;
     // Its DEVICE_REMOVAL was acked by the loop above: the listener can go now.
-    if (channels_.setup->listener_removed) channels_.setup->listener.reset();
+    for (uint32_t r : channels_.setup->listeners_removed) channels_.setup->listeners[r].reset();
+    channels_.setup->listeners_removed.clear();
   }
   // The steady channel only gets an event when an established lane goes (DISCONNECTED,
   // DEVICE_REMOVAL, ADDR_CHANGE): while wiring up it is read when worth it (a wait saw it
@@ -316,6 +355,7 @@ void Engine::maybe_end_setup() {
   channels_.setup.reset();
   // What only connecting needed: established pairs never look at it again.
   peers_.release_addresses();
+  rails_.release();
   pairs_.release_start_order();
   admission_.drop_waiters();
   notice_lines_.clear();
@@ -332,8 +372,9 @@ std::vector<int> Engine::fds() const {
 }
 
 std::vector<prov::Device*> Engine::devices() const {
-  if (device_.device() == nullptr) return {};
-  return {device_.device()};
+  std::vector<prov::Device*> v;
+  for (const prov::DeviceSubscription& d : devices_) v.push_back(d.device());
+  return v;
 }
 
 std::vector<prov::EventChannel*> Engine::channels() const {
@@ -360,7 +401,10 @@ prov::Qp* Engine::qp(uint32_t result) const {
 
 size_t Engine::live_ids() const {
   size_t n = 0;
-  if (const Setup* s = channels_.setup.get()) n += (s->listener ? 1 : 0) + s->graveyard.size();
+  if (const Setup* s = channels_.setup.get()) {
+    n += s->graveyard.size();
+    for (const auto& l : s->listeners) n += l ? 1 : 0;
+  }
   for (const Pair& p : pairs_) {
     if (auto* c = p.as<Connecting>(); c && c->conn && c->conn->id()) ++n;
     if (auto* e = p.as<Established>(); e && e->id) ++n;

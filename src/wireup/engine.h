@@ -157,12 +157,12 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // destroyed before it by teardown().
   struct Setup {
     std::unique_ptr<prov::EventChannel> channel;
-    std::unique_ptr<prov::CmId> listener;
+    std::vector<std::unique_ptr<prov::CmId>> listeners;  // by rail; null once removed
     // Connections let go of during an event loop (detached), destroyed once it returned:
     // one of them may be the very connection whose event is being handled.
     std::vector<std::unique_ptr<cm::Connection>> graveyard;
     bool closing = false;  // wireup is over: what is still queued is turned away
-    bool listener_removed = false;  // DEVICE_REMOVAL: destroyed once its event is acked
+    std::vector<uint32_t> listeners_removed;  // DEVICE_REMOVAL: destroyed once its event is acked
   };
   // An established id (and the QP, if the transport never took it) whose device went away:
   // rdma_cm(7) says destroy it; kept until the event loop that saw its DEVICE_REMOVAL acked
@@ -178,7 +178,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // What create() fixes for the engine's life.
   struct Fixed {
     EngineOptions opt;
-    cm::Profile profile;  // what every connection shares, from opt
+    std::vector<cm::Profile> profiles;  // by rail: what its connections share, from opt
     Wire wire;
     qp::QpFactory factory;
     incast::Pacing pacing;  // opt.incast with the burst capped by the backlog (incast.h)
@@ -206,11 +206,20 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
     // such entries outnumber the open pairs (note_deadline).
     Fifo<std::pair<Nanos, uint32_t>> deadlines;
   };
-  // The tag of the listener on the engine's sink (pair keys use 48 bits).
+  // The tags of the listeners on the engine's sink, rail r's kListenerTag - r (pair keys use
+  // 48 bits).
   static constexpr uint64_t kListenerTag = ~uint64_t{0};
+  static bool is_listener_tag(uint64_t tag) { return tag > kListenerTag - kMaxRails; }
+  static uint32_t rail_of_tag(uint64_t tag) { return static_cast<uint32_t>(kListenerTag - tag); }
 
   Engine(prov::Provider& p, Fixed f);
   Status listen();
+  Status listen_on(uint32_t rail, const prov::SockAddr& addr);
+  // The peer's published rails, paired with ours (rail_routes.h); the reason is logged when
+  // a rail of ours or the peer as a whole is left out.
+  void pair_rails(uint32_t peer, std::span<const RailAddress> theirs);
+  // The pairs of peers no rail of ours reaches, given up at start() with the pairing's reason.
+  void give_up_unpaired();
   void teardown();
   Nanos now() const { return prov_.clock().now(); }
   const EngineOptions& opt() const { return fixed_.opt; }
@@ -339,7 +348,10 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
 
   prov::Provider& prov_;
   Fixed fixed_;
-  prov::DeviceSubscription device_;  // the listener's device: its async events come here
+  // The listeners' devices (one per distinct device of the rails): their async events come here.
+  std::vector<prov::DeviceSubscription> devices_;
+  RailRoutes rails_;
+  std::vector<RailAddress> bound_;   // by rail: the address each listener is bound to (its port)
   Channels channels_;
   std::vector<Removed> removed_;     // after channels_: destroyed before the steady channel
   PeerTable peers_;

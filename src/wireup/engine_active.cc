@@ -14,9 +14,15 @@ cm::Spec Engine::spec_for(const Pair& p, uint64_t nonce) const {
   spec.peer = p.peer;
   spec.lane = p.lane;
   spec.tag = pairs_.index(p);
-  spec.profile = &fixed_.profile;
-  // The passive side needs it too: a rtu_lost notice goes to the active peer's listener.
-  if (auto a = peers_.address(p.peer)) spec.remote = *a;
+  // The lane's rail pair: our rail's source address, the peer's address on its rail. The
+  // passive side needs it too: a rtu_lost notice goes to the active peer's listener.
+  if (auto r = rails_.route(p.peer, p.lane, opt().rank)) {
+    spec.profile = &fixed_.profiles[r->rail];
+    spec.remote = r->remote;
+  } else {
+    spec.profile = &fixed_.profiles[0];
+    if (auto a = peers_.address(p.peer)) spec.remote = *a;
+  }
   const Wire& w = fixed_.wire;
   static_assert(kWireHeaderSize <= cm::PrivateData::kCapacity);
   (void)spec.private_data.assign(p.role == cm::Role::active ? w.request(p.peer, p.lane, p.attempt, nonce)
@@ -143,7 +149,10 @@ void Engine::establish(Pair& p) {
   if (p.role == cm::Role::active) admission_.release_connect();
   if (cs.holds_qp_place) admission_.release_qp(p.role);
   LinkInfo l;
-  if (c->qp()) l.device = c->qp()->device().info().name.c_str();
+  if (c->qp()) {
+    l.device = c->qp()->device().info().name.c_str();
+    l.rail = rails_.rail_of(&c->qp()->device());
+  }
   l.ece = c->ece();
   l.qp = c->qp_given();
   l.peer_srq = c->peer_srq();

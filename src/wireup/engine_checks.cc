@@ -49,6 +49,13 @@ Status check_options(const EngineOptions& o, const qp::QpFactory& factory) {
   if (!o.on_demand && (o.eager_ring != 0 || !o.eager_peers.empty()))
     return bad_option("eager_ring / eager_peers are for on_demand mode (bulk connects every peer)");
   if (!factory) return bad_option("no QP factory");
+  if (o.rails.size() > kMaxRails)
+    return bad_option(std::to_string(o.rails.size()) + " rails, at most " + std::to_string(kMaxRails));
+  if (!o.rails.empty() && o.rails[0].addr.to_string() != o.listen_addr.to_string())
+    return bad_option("rail 0 (" + o.rails[0].addr.to_string() + ") is not listen_addr (" + o.listen_addr.to_string() + ")");
+  for (size_t r = 0; r < o.rails.size(); ++r)
+    if (o.rails[r].addr.empty() || (o.rails[r].addr.family() == AF_INET && o.rails[r].addr.ipv4_addr() == 0))
+      return bad_option("rail " + std::to_string(r) + ": no specific address (peers need the device's IP)");
   return Status::ok();  // the QP overrides: make_profile() checks them, once for every QP
 }
 

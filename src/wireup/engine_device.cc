@@ -26,9 +26,10 @@ using prov::DeviceEventType;
 // Not at every progress(): on rdma each read is a system call that nearly always finds
 // nothing, so the device says when a read is worth it (Device::async_worth_reading).
 int Engine::dispatch_device(Nanos now) {
-  prov::Device* d = device_.device();
-  if (d == nullptr || !d->async_worth_reading(now)) return 0;
-  return prov::dispatch_device_events(*d, 64);
+  int n = 0;
+  for (const prov::DeviceSubscription& s : devices_)
+    if (prov::Device* d = s.device(); d != nullptr && d->async_worth_reading(now)) n += prov::dispatch_device_events(*d, 64);
+  return n;
 }
 
 const Pair* Engine::pair_of_qpn(uint32_t qpn) const {
@@ -99,7 +100,7 @@ void Engine::on_listener_event(prov::CmEvent& ev) {
       const std::string dev = ev.id->device() ? ev.id->device()->info().name : std::string("?");
       WIREUP_LOG(error, "rank %u: DEVICE_REMOVAL on the listener (%s, device %s): no more requests accepted",
                  opt().rank, ev.id->local_addr().to_string().c_str(), dev.c_str());
-      if (channels_.setup) channels_.setup->listener_removed = true;
+      if (channels_.setup) channels_.setup->listeners_removed.push_back(rail_of_tag(ev.id->route().tag));
       records_.report(SteadyEvent{0, 0, ev.type, ev.status, false, SteadyEvent::Scope::listener});
       return lose_device("the device " + dev + " was removed (DEVICE_REMOVAL on the listener)");
     }

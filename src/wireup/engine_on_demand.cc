@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "wireup/address.h"
 #include "wireup/engine.h"
+#include "wireup/rail_address.h"
 #include "wireup/plan.h"
 
 namespace wireup {
@@ -119,10 +120,11 @@ Status Engine::add_peer(const Peer& peer) {
     return Error::make(ErrorCode::invalid_argument, call,
                        "rank " + std::to_string(peer.rank) + " >= nranks " + std::to_string(opt().nranks));
   if (life_.started && !opt().on_demand) return misuse(call, "a bulk engine's peer table is fixed at start()");
-  auto a = decode_address(peer.address);
+  auto a = decode_rails(peer.address);
   if (!a) return Error::make(ErrorCode::invalid_argument, call, "rank " + std::to_string(peer.rank) + ": " + a.error().detail);
   if (peer.rank == opt().rank) return Status::ok();  // our own, as a table would list it
-  peers_.insert(peer.rank, *a);
+  peers_.insert(peer.rank, a->front().addr);
+  pair_rails(peer.rank, *a);
   forget_address_ask(peer.rank);
   for (uint32_t lane = 0; lane < opt().lanes; ++lane) {
     Pair* p = pairs_.find(peer.rank, lane);

@@ -19,6 +19,7 @@
 #include "wireup/peer_down.h"
 #include "wireup/incast.h"
 #include "wireup/private_data.h"
+#include "wireup/rail_routes.h"
 
 namespace wireup {
 
@@ -38,6 +39,13 @@ struct EngineOptions {
   std::vector<uint32_t> eager_peers; // on demand: these too, at start, as connect() would
   uint64_t job_key = 0;              // shared secret; 0 is refused (a job must pick one)
   prov::SockAddr listen_addr;        // where to listen (port 0: any free port)
+  // Several rails (config device.rails): every rail's listen address (with listen_addr's port)
+  // and subnet prefix, rail 0 first and at listen_addr's IP. Empty: one rail, listen_addr.
+  // A listener per rail; the published address lists them all (format 2, rail_address.h).
+  std::vector<RailAddress> rails;
+  // For a peer with which no rail shares a subnet: which rail pairs have a route
+  // (rail_routes.h). Null: every pair is taken, and each lane's address resolution decides.
+  RailRoutes::RouteCheck route_check;
   int backlog = 0;                   // rdma_listen backlog (the kernel caps it at its sysctl)
   bool reuseaddr = false;            // RDMA_OPTION_ID_REUSEADDR on the listener (a fixed port)
   uint32_t connect_window = 0;       // active connects in flight
@@ -96,11 +104,12 @@ class ResultTimings {
 // carrying its 32 bytes.
 struct LinkInfo {
   const char* device = "";  // the QP's device name (owned by the provider, like the device)
+  uint32_t rail = 0;        // the local rail the connection runs on (EngineOptions::rails)
   ece::Report ece;
   qp::QpGiven qp;           // what the QP was given on its way to RTS
   bool peer_srq = false;    // the peer's REQ/REP said its QP takes receives from an SRQ
   bool operator==(const LinkInfo& o) const {
-    return device == o.device && ece.local == o.ece.local && ece.remote == o.ece.remote &&
+    return device == o.device && rail == o.rail && ece.local == o.ece.local && ece.remote == o.ece.remote &&
            ece.accepted == o.ece.accepted && ece.outcome == o.ece.outcome && qp == o.qp &&
            peer_srq == o.peer_srq;
   }

@@ -99,8 +99,8 @@ PeerPairing pair_by_route(std::span<const LocalRail> mine, std::span<const RailA
   return p;
 }
 
-RailPair lane_pair(const PeerPairing& p, uint32_t lane, uint32_t peer_rank) {
-  return p.pairs[(static_cast<size_t>(lane) + peer_rank) % p.pairs.size()];
+RailPair lane_pair(const PeerPairing& p, uint32_t lane, uint32_t offset) {
+  return p.pairs[(static_cast<size_t>(lane) + offset) % p.pairs.size()];
 }
 
 }  // namespace wireup

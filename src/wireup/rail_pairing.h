@@ -11,7 +11,8 @@
 // Each local rail takes at most one peer rail, the least used of those it reaches (ties: the
 // one at the same index, which only decides between rails that all reach each other), so
 // that lanes spread over distinct rails on both ends. Lanes stripe over the pairs, starting at
-// the peer's rank so that single-lane peers spread over the rails too.
+// an offset of ranks (the engine gives the sum of both ranks, rail_routes.h) so that
+// single-lane peers spread over the rails too.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +56,8 @@ PeerPairing pair_by_subnet(std::span<const LocalRail> mine, std::span<const Rail
 PeerPairing pair_by_route(std::span<const LocalRail> mine, std::span<const RailAddress> theirs,
                           const std::function<bool(uint32_t local, uint32_t peer)>& resolved);
 
-// The pair lane `lane` of `peer_rank` takes; the pairing must not be unreachable.
-RailPair lane_pair(const PeerPairing& p, uint32_t lane, uint32_t peer_rank);
+// The pair lane `lane` takes, striping from `offset` (rail_routes.h: the sum of both ranks);
+// the pairing must not be unreachable.
+RailPair lane_pair(const PeerPairing& p, uint32_t lane, uint32_t offset);
 
 }  // namespace wireup

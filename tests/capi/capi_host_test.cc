@@ -72,12 +72,58 @@ TEST(CapiHost, ConfigErrorsComeBeforeTheDeviceAndAreAllListed) {
   EXPECT_NE(last().find("nosuchkey"), std::string::npos) << last();
 }
 
-TEST(CapiHost, SeveralRailsAreRefusedNotIgnored) {
+// Several rails are taken (each rail's address from its device's port); one listen_ip for
+// several rails is refused, naming both, before any device is opened.
+TEST(CapiHost, OneListenIpForSeveralRailsIsRefused) {
   for (const char* v : {"device.rails=2", "device.rails=all"}) {
-    EXPECT_EQ(create_with({v}), WIREUP_ERR_CONFIG) << v;
-    EXPECT_NE(last().find("device.rails = "), std::string::npos) << last();
-    EXPECT_NE(last().find("wireup_info --rails"), std::string::npos) << last();
+    std::vector<const char*> ov{v};
+    wireup_context_params_t p;
+    wireup_context_params_init(&p);
+    p.config_overrides = ov.data();
+    p.num_config_overrides = ov.size();
+    p.listen_ip = "10.0.0.1";
+    wireup_context_t* ctx = nullptr;
+    EXPECT_EQ(wireup_context_create(&p, &ctx), WIREUP_ERR_CONFIG) << v;
+    EXPECT_EQ(ctx, nullptr);
+    EXPECT_NE(last().find("listen_ip 10.0.0.1 with device.rails = "), std::string::npos) << last();
+    EXPECT_NE(last().find("leave listen_ip NULL"), std::string::npos) << last();
   }
+}
+
+// Without listen_ip, several rails are a device choice like one: on a host without RDMA the
+// same one sentence as for one rail; with devices, a context whose rail 0 is the device.
+TEST(CapiHost, SeveralRailsAreTakenNotRefused) {
+  std::vector<const char*> ov{"device.rails=2"};
+  wireup_context_params_t p;
+  wireup_context_params_init(&p);
+  p.config_overrides = ov.data();
+  p.num_config_overrides = ov.size();
+  wireup_context_t* ctx = nullptr;
+  const wireup_status_t s = wireup_context_create(&p, &ctx);
+  if (s == WIREUP_ERR_NO_DEVICE) {
+    EXPECT_NE(last().find("no RDMA device found on this machine"), std::string::npos) << last();
+    return;
+  }
+  ASSERT_EQ(s, WIREUP_OK) << last();
+  const size_t n = wireup_context_num_rails(ctx);
+  EXPECT_GE(n, 1u);
+  EXPECT_LE(n, 2u);
+  EXPECT_EQ(wireup_context_rail_ibv_context(ctx, 0), wireup_context_ibv_context(ctx));
+  EXPECT_STREQ(wireup_context_rail_device_name(ctx, 0), wireup_context_device_name(ctx));
+  EXPECT_EQ(std::string(wireup_context_rail_listen_address(ctx, 0)).rfind(wireup_context_listen_address(ctx), 0), 0u);
+  EXPECT_EQ(wireup_context_rail_ibv_context(ctx, n), nullptr);
+  EXPECT_NE(std::string(wireup_context_last_error(ctx)).find("rail " + std::to_string(n) + " of " + std::to_string(n)),
+            std::string::npos)
+      << wireup_context_last_error(ctx);
+  EXPECT_EQ(wireup_context_destroy(ctx), WIREUP_OK);
+}
+
+TEST(CapiHost, RailAccessorsRefuseANullContext) {
+  EXPECT_EQ(wireup_context_num_rails(nullptr), 0u);
+  EXPECT_EQ(wireup_context_rail_ibv_context(nullptr, 0), nullptr);
+  EXPECT_EQ(last(), "wireup_context_rail_ibv_context: the context is NULL");
+  EXPECT_EQ(wireup_context_rail_device_name(nullptr, 0), nullptr);
+  EXPECT_EQ(wireup_context_rail_listen_address(nullptr, 0), nullptr);
 }
 
 TEST(CapiHost, NamedConfigFileMustExist) {

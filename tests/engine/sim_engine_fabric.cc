@@ -8,6 +8,11 @@ SimEngineFabric::SimEngineFabric(uint32_t nodes, prov::sim::SimConfig cfg) : fab
   for (uint32_t i = 0; i < nodes; ++i) fab_.add_node();
 }
 
+SimEngineFabric::SimEngineFabric(uint32_t nodes, prov::sim::SimConfig cfg, const prov::sim::SimNodeSpec& spec)
+    : fab_(std::move(cfg)) {
+  for (uint32_t i = 0; i < nodes; ++i) fab_.add_node(spec);
+}
+
 Result<std::unique_ptr<EngineFabric>> make_engine_fabric(uint32_t nodes) {
   prov::sim::SimConfig cfg;
   cfg.seed = 42;

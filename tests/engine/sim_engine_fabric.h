@@ -11,6 +11,8 @@ namespace wireup::etest {
 class SimEngineFabric final : public EngineFabric {
  public:
   SimEngineFabric(uint32_t nodes, prov::sim::SimConfig cfg);
+  // Every node as `spec` says (several devices: one rail each).
+  SimEngineFabric(uint32_t nodes, prov::sim::SimConfig cfg, const prov::sim::SimNodeSpec& spec);
   std::string name() const override { return "sim"; }
   prov::Provider& provider(uint32_t node) override { return fab_.provider(node); }
   prov::SockAddr address(uint32_t node) override { return fab_.address(node); }

@@ -4,6 +4,7 @@
 #include "wireup/address.h"
 #include "wireup/rail_address.h"
 #include "wireup/rail_pairing.h"
+#include "wireup/rail_routes.h"
 
 namespace wireup {
 namespace {
@@ -141,6 +142,49 @@ TEST(RailPairing, RoutedOnlyWhereTheRouteResolved) {
   p = pair_by_route(mine, theirs, [](uint32_t, uint32_t) { return false; });
   EXPECT_EQ(p.basis, PairingBasis::unreachable);
   EXPECT_NE(p.why.find("no common subnet and no route resolved"), std::string::npos);
+}
+
+TEST(RailRoutes, OneRailOnBothEndsKeepsNothing) {
+  RailRoutes r({up("10.0.0.1:0", 24)}, nullptr);
+  const RailAddress peer = ra("10.0.0.2:7471", 0);
+  EXPECT_EQ(r.set_peer(5, std::span(&peer, 1)), nullptr);
+  EXPECT_EQ(r.pairing(5), nullptr);
+  EXPECT_FALSE(r.route(5, 0, 0).has_value()) << "the lane goes to the peer table's address, as with one rail";
+}
+
+TEST(RailRoutes, LanesStripeOverThePairsInTheirSubnets) {
+  // Names crossed on the peer: its first rail is in our second rail's subnet.
+  RailRoutes r({up("10.0.1.1:0", 24), up("10.0.2.1:0", 24)}, nullptr);
+  const std::vector<RailAddress> peer{ra("10.0.2.7:7000", 24), ra("10.0.1.7:7001", 24)};
+  const PeerPairing* p = r.set_peer(3, peer);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->basis, PairingBasis::same_subnet);
+  for (uint32_t lane = 0; lane < 4; ++lane) {
+    auto route = r.route(3, lane, 0);
+    ASSERT_TRUE(route.has_value());
+    EXPECT_EQ(route->rail, (lane + 3) % 2) << "lane " << lane;
+    EXPECT_EQ(route->remote, route->rail == 0 ? peer[1].addr : peer[0].addr) << "lane " << lane;
+  }
+}
+
+TEST(RailRoutes, NoSubnetAsksTheRouteCheckElseUnreachable) {
+  std::vector<std::pair<std::string, std::string>> asked;
+  RailRoutes r({up("10.0.1.1:0", 24), up("10.0.2.1:0", 24)}, [&](const prov::SockAddr& a, const prov::SockAddr& b) {
+    asked.emplace_back(a.to_string(), b.to_string());
+    return false;
+  });
+  const std::vector<RailAddress> peer{ra("192.168.0.7:7000", 24), ra("192.168.1.7:7001", 24)};
+  const PeerPairing* p = r.set_peer(1, peer);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->basis, PairingBasis::unreachable);
+  EXPECT_EQ(asked.size(), 4u) << "every local rail against every peer rail";
+  EXPECT_FALSE(r.route(1, 0, 0).has_value());
+  // Without a check every pair is taken as routed, and the reason says the CM decides.
+  RailRoutes unchecked({up("10.0.1.1:0", 24), up("10.0.2.1:0", 24)}, nullptr);
+  p = unchecked.set_peer(1, peer);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->basis, PairingBasis::routed);
+  EXPECT_NE(p->why.find("routes not checked"), std::string::npos) << p->why;
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 # Checks, each failing with one sentence: both devices ACTIVE on their own netdev; wireup_info
 # takes both as the rail set (unplaced soft devices, each its own card); connections on the
 # second rail's device carry every verb from both sides (the engine's data-plane cases and the
-# conformance connect cases on rxe1's address); a context asked for two rails refuses, naming
-# the key, rather than quietly using one.
+# conformance connect cases on rxe1's address); a context asked for two rails takes both; a job
+# with device.rails=2 puts half its lanes on each device (results and kernel agree).
 set -euo pipefail
 B=${1:?usage: rails-check.sh BUILD_DIR}
 cd "$B"
@@ -35,7 +35,50 @@ rxe0_sent=$(($(sent rxe0) - rxe0_before)) rxe1_sent=$(($(sent rxe1) - rxe1_befor
 echo "rails-check: packets sent during the rxe1 cases: rxe0 $rxe0_sent, rxe1 $rxe1_sent"
 ((rxe1_sent > 0 && rxe0_sent == 0)) || fail "the rxe1 cases did not all go over rxe1 (sent: rxe0 $rxe0_sent, rxe1 $rxe1_sent)"
 
-# With devices present, asking for two rails is still refused at context creation.
-out=$(./tests/capi/capi_tests --gtest_color=no --gtest_filter='CapiHost.SeveralRailsAreRefusedNotIgnored' 2>&1) ||
-  fail "device.rails=2 was not refused: $out"
+# A context asked for two rails takes both: rail 0 is the device, each rail has its address.
+out=$(./tests/capi/capi_tests --gtest_color=no --gtest_filter='CapiHost.SeveralRailsAreTakenNotRefused:CapiHost.OneListenIpForSeveralRailsIsRefused' 2>&1) ||
+  fail "device.rails=2 at context creation: $out"
+
+# Connections over both rails: wireup_a2a, 2 ranks x 4 lanes, device.rails=2 (vm.toml's
+# device.include names rxe0 alone: overridden). Half the lanes on each device, from the
+# results (the summary's lanes_by_rail: rail:device -> endpoints, both ranks) and from the
+# kernel (rdma resource show qp, per device, while the ranks hold their connections).
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+json=$(mktemp) err=$(mktemp)
+trap 'rm -f "$json" "$err"' EXIT
+mpirun --oversubscribe -np 2 ./tools/wireup_a2a --config "$HERE/../mpi/vm.toml" --set device.rails=2 \
+  --set 'device.include=["rxe0","rxe1"]' --lanes 4 --json --no-progress --hold-s 8 >"$json" 2>"$err" &
+job=$!
+for _ in $(seq 1 240); do [ -s "$json" ] && break; kill -0 $job 2>/dev/null || break; sleep 0.5; done
+sleep 1
+qps=$(rdma resource show qp)
+echo "$qps" | grep -E 'comm wireup_a2a' || true
+# One line per QP: "link rxe1/1 lqpn 19 rqpn 20 type RC state RTS ... comm wireup_a2a".
+count() { awk -v dev="$1/" '$1 == "link" && index($2, dev) == 1 && / type RC / && / state RTS / && / comm wireup_a2a/ { n++ } END { print n + 0 }' <<<"$qps"; }
+k0=$(count rxe0) k1=$(count rxe1)
+wait $job || { cat "$err"; fail "wireup_a2a over two rails exited $?"; }
+grep -v '^wireup WARN' "$err" | tail -n 20
+by_rail=$(jq -c '.lanes_by_rail' "$json")
+echo "rails-check: results by rail: $by_rail; kernel RC QPs at RTS: rxe0 $k0, rxe1 $k1"
+jq -e '.connections == 4 and .failed == 0' "$json" >/dev/null || fail "not every lane connected: $(jq -c '{connections, failed, failures}' "$json")"
+[ "$by_rail" = '{"0:rxe0":4,"1:rxe1":4}' ] || fail "the results do not put half the lanes on each rail: $by_rail"
+((k0 == 4 && k1 == 4)) || fail "the kernel does not show 4 RC QPs at RTS on each device (rxe0 $k0, rxe1 $k1)"
+
+# One rail's netdev down before start: rxe1's port is down, so the rail set has rxe0 alone
+# (said at warn, with the reason), and every lane runs there.
+ip link set dummy1 down
+trap 'ip link set dummy1 up; rm -f "$json" "$err"' EXIT
+for _ in $(seq 1 40); do rdma link show rxe1/1 | grep -q 'state ACTIVE' || break; sleep 0.5; done
+rdma link show rxe1/1
+mpirun --oversubscribe -np 2 ./tools/wireup_a2a --config "$HERE/../mpi/vm.toml" --set device.rails=2 \
+  --set 'device.include=["rxe0","rxe1"]' --lanes 4 --json --no-progress >"$json" 2>"$err" ||
+  { cat "$err"; fail "wireup_a2a with rxe1's netdev down exited $?"; }
+ip link set dummy1 up
+grep -m 2 'device.rails = 2' "$err" || true
+grep -q 'device.rails = 2: 1 rail (rxe1: ' "$err" || fail "no warning naming rxe1 when its netdev was down: $(head -c 2000 "$err")"
+by_rail=$(jq -c '.lanes_by_rail' "$json")
+echo "rails-check: dummy1 down: results by rail: $by_rail"
+jq -e '.connections == 4 and .failed == 0' "$json" >/dev/null || fail "dummy1 down: not every lane connected"
+[ "$by_rail" = '{"0:rxe0":8}' ] || fail "dummy1 down: the lanes are not all on rxe0: $by_rail"
+for _ in $(seq 1 40); do rdma link show rxe1/1 | grep -q 'state ACTIVE' && break; sleep 0.5; done
 echo "rails-check: ok"

@@ -1,0 +1,38 @@
+// Several rails: each peer's published rails paired with ours (rail_pairing.h's rule, kept in
+// rail_routes.h), and the peers no rail of ours reaches given up at start with the reason.
+// Each lane then leaves from its pair's local rail (its profile's source address) to the
+// peer's address on the paired rail (Engine::spec_for); a passive lane runs on the rail whose
+// listener the request reached, which the QP's device says (LinkInfo::rail).
+#include "common/log.h"
+#include "wireup/engine.h"
+
+namespace wireup {
+
+void Engine::pair_rails(uint32_t peer, std::span<const RailAddress> theirs) {
+  const PeerPairing* p = rails_.set_peer(peer, theirs);
+  if (p == nullptr) return;  // one rail on both ends: rail 0 to its only address
+  if (p->basis == PairingBasis::unreachable) {
+    WIREUP_LOG(warn, "rank %u: rank %u: %s", opt().rank, peer, p->why.c_str());
+    return;
+  }
+  // A rail of ours the pairing left out carries nothing to this peer: said once per peer.
+  if (p->pairs.size() < rails_.size())
+    WIREUP_LOG(info, "rank %u: rank %u: %zu of our %zu rails used (%s)", opt().rank, peer, p->pairs.size(),
+               rails_.size(), p->why.c_str());
+  else
+    WIREUP_LOG(debug, "rank %u: rank %u: %s", opt().rank, peer, p->why.c_str());
+}
+
+void Engine::give_up_unpaired() {
+  for (Pair& p : pairs_) {
+    const PeerPairing* pairing = rails_.pairing(p.peer);
+    if (pairing == nullptr || pairing->basis != PairingBasis::unreachable || !p.open()) continue;
+    cm::Failure f;
+    f.kind = cm::FailKind::address_error;
+    f.error = Error::make(ErrorCode::address_error, "rail pairing", pairing->why);
+    f.error.peer = "rank " + std::to_string(p.peer) + " lane " + std::to_string(p.lane);
+    give_up(p, f);
+  }
+}
+
+}  // namespace wireup

@@ -1,0 +1,68 @@
+// The engine's rails: this process's listen addresses (rail 0 first) and, for each peer that
+// published several rails or whom several local rails could reach, the pairing of
+// rail_pairing.h, so that each lane knows which local rail it leaves from and which of the
+// peer's addresses it goes to.
+//
+// One rail on both ends keeps no entry at all: the lane goes from rail 0 to the peer's only
+// address, exactly as a single-rail engine always did (no prefix is needed for that).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "provider/provider.h"
+#include "wireup/rail_pairing.h"
+
+namespace wireup {
+
+class RailRoutes {
+ public:
+  // Whether `from` (a local rail's address) reaches `to` (a peer rail's): asked only for a
+  // peer with which no rail shares a subnet. Null: every such pair is taken as routed, and
+  // the CM's address resolution of each lane decides (ADDR_ERROR / ROUTE_ERROR otherwise).
+  using RouteCheck = std::function<bool(const prov::SockAddr& from, const prov::SockAddr& to)>;
+
+  RailRoutes() = default;
+  RailRoutes(std::vector<LocalRail> mine, RouteCheck check) : mine_(std::move(mine)), check_(std::move(check)) {}
+
+  size_t size() const { return mine_.size(); }
+  const std::vector<LocalRail>& local() const { return mine_; }
+  bool several() const { return mine_.size() > 1; }
+
+  // The peer's published rails: paired now (subnet, else route). Returns the pairing, or
+  // nullptr when both ends have one rail (nothing kept).
+  const PeerPairing* set_peer(uint32_t rank, std::span<const RailAddress> theirs);
+  // nullptr: one rail on both ends (rail 0 to the peer table's address).
+  const PeerPairing* pairing(uint32_t rank) const;
+
+  struct Route {
+    uint32_t rail = 0;       // the local rail
+    prov::SockAddr remote;   // the peer's address on the paired rail
+  };
+  // The route lane `lane` to `rank` takes, for this process's rank `self`; nullopt when the
+  // peer has no entry (one rail on both ends) or is unreachable. Lanes stripe from the sum of
+  // both ranks (lane_pair's offset): from the peer's rank alone, every peer that initiates
+  // towards one rank would pick the same pair for its lane 0, and that rank's single-lane
+  // peers would pile onto one rail whenever it is the passive side.
+  std::optional<Route> route(uint32_t rank, uint32_t lane, uint32_t self) const;
+  // The local rail whose device is `dev` (by the listeners' devices the engine recorded), else 0.
+  uint32_t rail_of(const prov::Device* dev) const;
+  void set_device(uint32_t rail, const prov::Device* dev);
+
+  void release() { std::unordered_map<uint32_t, Entry>().swap(peers_); }
+
+ private:
+  struct Entry {
+    std::vector<prov::SockAddr> theirs;
+    PeerPairing pairing;
+  };
+  std::vector<LocalRail> mine_;
+  std::vector<const prov::Device*> devices_;  // by rail, as the listeners were bound
+  RouteCheck check_;
+  std::unordered_map<uint32_t, Entry> peers_;
+};
+
+}  // namespace wireup

@@ -1,0 +1,134 @@
+// Several rails per rank on the simulated fabric: every node has two devices, device d of node
+// i at 10.(16 d).0.(i + 1) (provider/sim/spec.h), so with a /12 prefix each device is its own
+// subnet, as two NICs on two separate networks are. Sim only: the same engine code as on rxe
+// (tests/vm/rails-check.sh runs it there).
+#include <map>
+
+#include "tests/engine/sim_engine_fabric.h"
+
+namespace wireup::etest {
+namespace {
+
+using namespace std::chrono_literals;
+using prov::sim::SimConfig;
+using prov::sim::SimDeviceSpec;
+using prov::sim::SimNodeSpec;
+
+constexpr uint8_t kPrefix = 12;  // 10.0.0.0/12 and 10.16.0.0/12: one subnet per device
+
+SimNodeSpec two_devices() {
+  SimNodeSpec s;
+  s.devices = {SimDeviceSpec::mlx5("mlx5_0"), SimDeviceSpec::mlx5("mlx5_1")};
+  return s;
+}
+
+std::vector<RailAddress> both_rails(SimEngineFabric& f, uint32_t rank) {
+  return {RailAddress{f.fabric().address(rank, 0), kPrefix}, RailAddress{f.fabric().address(rank, 1), kPrefix}};
+}
+
+// (rail -> results) of one rank's engine, checking that each result's device is its rail's.
+std::map<uint32_t, size_t> by_rail(const Engine& e, uint32_t only_peer = ~0u) {
+  std::map<uint32_t, size_t> n;
+  for (const ConnResult& r : e.results()) {
+    if (r.withdrawn || (only_peer != ~0u && r.peer != only_peer)) continue;
+    const LinkInfo& l = e.link(r);
+    EXPECT_EQ(std::string(l.device), "mlx5_" + std::to_string(l.rail)) << "rank " << r.peer << " lane " << r.lane;
+    ++n[l.rail];
+  }
+  return n;
+}
+
+TEST(RailsSim, FourLanesSplitEvenlyOverTwoRails) {
+  SimConfig cfg;
+  cfg.seed = 11;
+  SimEngineFabric f(6, cfg, two_devices());
+  auto job = make_job(f, 6, 4, [&](EngineOptions& o) { o.rails = both_rails(f, o.rank); });
+  ASSERT_TRUE(job) << job.error().message();
+  // Format 2: both rails and their prefixes.
+  auto published = decode_rails(job->ranks[0].engine->local_address());
+  ASSERT_TRUE(published) << published.error().message();
+  ASSERT_EQ(published->size(), 2u);
+  EXPECT_EQ((*published)[1].prefix_len, kPrefix);
+  auto r = drive(f, *job, 120s);
+  ASSERT_TRUE(r) << r.error().message();
+  for (uint32_t i = 0; i < 6; ++i) {
+    const Engine& e = *job->ranks[i].engine;
+    EXPECT_TRUE(e.errors().empty()) << "rank " << i << ": " << e.errors().front().describe();
+    EXPECT_EQ(e.results().size(), 5u * 4u);
+    // Every peer: lanes 0..3 striped over the two pairs, two on each.
+    for (uint32_t p = 0; p < 6; ++p) {
+      if (p == i) continue;
+      EXPECT_EQ(by_rail(e, p), (std::map<uint32_t, size_t>{{0, 2}, {1, 2}})) << "rank " << i << " to " << p;
+    }
+  }
+  expect_consistent(*job, 4);
+}
+
+// One lane per peer: lane 0's pair follows the sum of both ranks, so a rank's peers spread over
+// both rails whichever side initiates.
+TEST(RailsSim, SingleLanePeersSpreadOverTheRails) {
+  SimConfig cfg;
+  cfg.seed = 12;
+  SimEngineFabric f(5, cfg, two_devices());
+  auto job = make_job(f, 5, 1, [&](EngineOptions& o) { o.rails = both_rails(f, o.rank); });
+  ASSERT_TRUE(job) << job.error().message();
+  ASSERT_TRUE(drive(f, *job, 120s));
+  std::map<uint32_t, size_t> n = by_rail(*job->ranks[0].engine);
+  EXPECT_EQ(n, (std::map<uint32_t, size_t>{{0, 2}, {1, 2}}));
+  expect_consistent(*job, 1);
+}
+
+// A peer with one rail (format 1, what a single-rail rank publishes) pairs with the rail in its
+// subnet only; the other rail carries nothing to it, and everything else is as before.
+TEST(RailsSim, APeerWithOneRailUsesTheRailInItsSubnet) {
+  SimConfig cfg;
+  cfg.seed = 13;
+  SimEngineFabric f(4, cfg, two_devices());
+  auto job = make_job(f, 4, 4, [&](EngineOptions& o) {
+    if (o.rank != 3) o.rails = both_rails(f, o.rank);
+    else o.rails = {RailAddress{o.listen_addr, kPrefix}};
+  });
+  ASSERT_TRUE(job) << job.error().message();
+  EXPECT_EQ(job->ranks[3].engine->local_address().size(), 8u) << "one rail publishes format 1 (8 bytes for IPv4)";
+  ASSERT_TRUE(drive(f, *job, 120s));
+  for (uint32_t i = 0; i < 3; ++i) {
+    const Engine& e = *job->ranks[i].engine;
+    EXPECT_TRUE(e.errors().empty());
+    EXPECT_EQ(by_rail(e, 3), (std::map<uint32_t, size_t>{{0, 4}})) << "rank " << i;
+    EXPECT_EQ(by_rail(e, (i + 1) % 3), (std::map<uint32_t, size_t>{{0, 2}, {1, 2}})) << "rank " << i;
+  }
+  EXPECT_EQ(by_rail(*job->ranks[3].engine), (std::map<uint32_t, size_t>{{0, 12}}));
+  expect_consistent(*job, 4);
+}
+
+// No rail in a common subnet and no route: every lane with that peer is given up at start, on
+// both sides, with the pairing's reason; the other peers are not held up.
+TEST(RailsSim, APeerNoRailReachesIsGivenUpWithTheReason) {
+  SimConfig cfg;
+  cfg.seed = 14;
+  SimEngineFabric f(4, cfg, two_devices());
+  auto job = make_job(f, 4, 2, [&](EngineOptions& o) {
+    o.route_check = [](const prov::SockAddr&, const prov::SockAddr&) { return false; };
+    o.rails = both_rails(f, o.rank);
+    // 10.0.0.4/16 and 10.16.0.4/16: no subnet agrees with a /12 (both ends see it so: the
+    // prefixes travel in format 2).
+    if (o.rank == 3) o.rails[0].prefix_len = o.rails[1].prefix_len = 16;
+  });
+  ASSERT_TRUE(job) << job.error().message();
+  ASSERT_TRUE(drive(f, *job, 120s));
+  for (uint32_t i = 0; i < 4; ++i) {
+    const Engine& e = *job->ranks[i].engine;
+    const size_t expected_errors = i == 3 ? 3u * 2u : 2u;
+    ASSERT_EQ(e.errors().size(), expected_errors) << "rank " << i;
+    for (const PeerError& err : e.errors()) {
+      EXPECT_EQ(err.failure.kind, cm::FailKind::address_error);
+      EXPECT_NE(err.describe().find("reaches any of the peer's"), std::string::npos) << err.describe();
+      EXPECT_EQ(err.attempts, 0u);
+    }
+    EXPECT_EQ(e.results().size(), i == 3 ? 0u : 2u * 2u);
+  }
+  expect_consistent(*job, 2, {3});
+}
+
+}  // namespace
+}  // namespace wireup::etest
