@@ -34,6 +34,7 @@
 #              cycle and rank 3 (node 2) destroyed and made again every 25; each node checks its
 #              own kernel's counts of its process's cm_id/qp/cq/pd/mr (rdma resource show), fds and
 #              RSS flat after every phase, and the node's whole `rdma resource show` back where it was
+#   churn_short the same, 100 cycles, a phase every 25
 #   slurm_kill (by name only; fails with Slurm 22.05, which SIGKILLs the step when a rank's PMIx
 #              connection is lost) rank 7 of 2 x 4 killed mid-wireup under srun
 #              --kill-on-bad-exit=0: every survivor's notice and its delay, every pair among
@@ -308,10 +309,13 @@ case_loss() {
 # Churn across two kernels: wireup_churn --node 1 here, --node 2 there, meeting through files in
 # the pair directory. Beside the tool's own per-process checks, each node's whole `rdma resource
 # show` (every process's objects, per device) must be the same after the run as before it.
-case_churn() {
-  local t=churn.$$ cycles=${TWONODE_CHURN_CYCLES:-500} n
-  [ -x "$CHURN" ] || { echo "[twonode] FAILED: churn: $CHURN is not built"; return 1; }
-  local args="--ranks 4 --cycles $cycles --phase 100 --restart-every 25 --pair-dir $D --pair-tag $t"
+case_churn() { churn_run churn "${TWONODE_CHURN_CYCLES:-500}" 100; }
+case_churn_short() { churn_run churn_short 100 25; }
+churn_run() {
+  local name=$1 cycles=$2 phase=$3 n
+  local t=$name.$$
+  [ -x "$CHURN" ] || { echo "[twonode] FAILED: $name: $CHURN is not built"; return 1; }
+  local args="--ranks 4 --cycles $cycles --phase $phase --restart-every 25 --pair-dir $D --pair-tag $t"
   args+=" --config $REPO/config/examples/soft-roce-vm.toml"
   local before1 before2 after1 after2
   before1=$(rdma resource show 2>&1)
@@ -328,11 +332,11 @@ case_churn() {
     grep -E '^wireup_churn|^cycle |^before|^after|FAILED' "$LOG/$t.$n" | sed "s/^/[twonode]   node $n: /"
   done
   local bad=0
-  ((r1 == 0 && r2 == 0)) || { echo "[twonode] FAILED: churn: wireup_churn exited $r1 (node 1), $r2 (node 2)"; bad=1; }
-  echo "[twonode] churn: rdma resource show, node 1 before: $before1; after: $after1"
-  echo "[twonode] churn: rdma resource show, node 2 before: $before2; after: $after2"
-  [ "$before1" = "$after1" ] || { echo "[twonode] FAILED: churn: node 1's kernel holds other RDMA objects after the run"; bad=1; }
-  [ "$before2" = "$after2" ] || { echo "[twonode] FAILED: churn: node 2's kernel holds other RDMA objects after the run"; bad=1; }
+  ((r1 == 0 && r2 == 0)) || { echo "[twonode] FAILED: $name: wireup_churn exited $r1 (node 1), $r2 (node 2)"; bad=1; }
+  echo "[twonode] $name: rdma resource show, node 1 before: $before1; after: $after1"
+  echo "[twonode] $name: rdma resource show, node 2 before: $before2; after: $after2"
+  [ "$before1" = "$after1" ] || { echo "[twonode] FAILED: $name: node 1's kernel holds other RDMA objects after the run"; bad=1; }
+  [ "$before2" = "$after2" ] || { echo "[twonode] FAILED: $name: node 2's kernel holds other RDMA objects after the run"; bad=1; }
   ((bad == 0))
 }
 
