@@ -73,7 +73,8 @@ struct LaneArg {
   Job* job;
   uint32_t rank;
 };
-std::vector<std::unique_ptr<LaneArg>> lane_args;
+// One per rank number, kept across its restarts (the run itself holds nothing per cycle).
+std::map<uint32_t, std::unique_ptr<LaneArg>> lane_args;
 
 bool make_rank(Job& j, uint32_t r) {
   Rank& k = j.ranks[r];
@@ -93,8 +94,9 @@ bool make_rank(Job& j, uint32_t r) {
     fail("wireup_create rank %u: %s", r, wireup_last_error(nullptr));
     return false;
   }
-  lane_args.push_back(std::make_unique<LaneArg>(LaneArg{&j, r}));
-  (void)wireup_on_lane_event(k.w, &on_lane, lane_args.back().get());
+  std::unique_ptr<LaneArg>& arg = lane_args[r];
+  if (!arg) arg = std::make_unique<LaneArg>(LaneArg{&j, r});
+  (void)wireup_on_lane_event(k.w, &on_lane, arg.get());
   k.addr.assign(WIREUP_ADDRESS_MAX, 0);
   size_t len = k.addr.size();
   if (wireup_local_address(k.w, k.addr.data(), &len) != WIREUP_OK) {

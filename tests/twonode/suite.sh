@@ -28,6 +28,13 @@
 #   lossy      liveness on, 5% loss + 2 ms delay for LOSSY_S (60) s: nobody declared dead
 #   powercut_live (last: node 2 reboots) liveness on, node 2's power cut: its ranks declared
 #              (silent) on node 1 within the deadline
+#   churn      tools/wireup_churn's 4 ranks split over the two kernels (--node: even ranks on node
+#              1, odd on node 2, so every ring connection crosses the link), TWONODE_CHURN_CYCLES
+#              (default 500) on-demand connect/disconnect cycles with crossing asks every other
+#              cycle and rank 3 (node 2) destroyed and made again every 25; each node checks its
+#              own kernel's counts of its process's cm_id/qp/cq/pd/mr (rdma resource show), fds and
+#              RSS flat after every phase, and the node's whole `rdma resource show` back where it was
+#   churn_short the same, 100 cycles, a phase every 25
 #   slurm_kill (by name only; fails with Slurm 22.05, which SIGKILLs the step when a rank's PMIx
 #              connection is lost) rank 7 of 2 x 4 killed mid-wireup under srun
 #              --kill-on-bad-exit=0: every survivor's notice and its delay, every pair among
@@ -51,6 +58,7 @@ RANKS=$B/tests/twonode/twonode_ranks
 CONF=$B/tests/twonode/twonode_conformance
 TRAFFIC=$B/tests/twonode/twonode_traffic
 A2A=$B/tools/wireup_a2a
+CHURN=$B/tools/wireup_churn
 CASES=("$@")
 # The Slurm case last: its daemons stay up in both guests once started. slurm_kill is run by
 # name only: Slurm 22.05 kills the whole step when a rank dies (notes/slurm.md), so it fails.
@@ -296,6 +304,40 @@ case_loss() {
   eval "$NETEM_CLEAR"
   echo "[twonode] loss: $ok of $LOSS_RUNS runs with every pair connected once and QPNs crossed (5% loss, 2 ms delay each way)"
   ((ok == LOSS_RUNS))
+}
+
+# Churn across two kernels: wireup_churn --node 1 here, --node 2 there, meeting through files in
+# the pair directory. Beside the tool's own per-process checks, each node's whole `rdma resource
+# show` (every process's objects, per device) must be the same after the run as before it.
+case_churn() { churn_run churn "${TWONODE_CHURN_CYCLES:-500}" 100; }
+case_churn_short() { churn_run churn_short 100 25; }
+churn_run() {
+  local name=$1 cycles=$2 phase=$3 n
+  local t=$name.$$
+  [ -x "$CHURN" ] || { echo "[twonode] FAILED: $name: $CHURN is not built"; return 1; }
+  local args="--ranks 4 --cycles $cycles --phase $phase --restart-every 25 --pair-dir $D --pair-tag $t"
+  args+=" --config $REPO/config/examples/soft-roce-vm.toml"
+  local before1 before2 after1 after2
+  before1=$(rdma resource show 2>&1)
+  before2=$(on2 "rdma resource show" 2>&1)
+  on2 "$CHURN --node 2 $args" >"$LOG/$t.2" 2>&1 &
+  local p2=$!
+  "$CHURN" --node 1 $args >"$LOG/$t.1" 2>&1
+  local r1=$?
+  wait "$p2"
+  local r2=$?
+  after1=$(rdma resource show 2>&1)
+  after2=$(on2 "rdma resource show" 2>&1)
+  for n in 1 2; do
+    grep -E '^wireup_churn|^cycle |^before|^after|FAILED' "$LOG/$t.$n" | sed "s/^/[twonode]   node $n: /"
+  done
+  local bad=0
+  ((r1 == 0 && r2 == 0)) || { echo "[twonode] FAILED: $name: wireup_churn exited $r1 (node 1), $r2 (node 2)"; bad=1; }
+  echo "[twonode] $name: rdma resource show, node 1 before: $before1; after: $after1"
+  echo "[twonode] $name: rdma resource show, node 2 before: $before2; after: $after2"
+  [ "$before1" = "$after1" ] || { echo "[twonode] FAILED: $name: node 1's kernel holds other RDMA objects after the run"; bad=1; }
+  [ "$before2" = "$after2" ] || { echo "[twonode] FAILED: $name: node 2's kernel holds other RDMA objects after the run"; bad=1; }
+  ((bad == 0))
 }
 
 # --- peer down after wireup (twonode_peer_down: 2 x 2 rank processes x 2 lanes) ---
