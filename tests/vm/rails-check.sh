@@ -47,7 +47,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 json=$(mktemp) err=$(mktemp)
 trap 'rm -f "$json" "$err"' EXIT
 mpirun --oversubscribe -np 2 ./tools/wireup_a2a --config "$HERE/../mpi/vm.toml" --set device.rails=2 \
-  --set 'device.include=["rxe0","rxe1"]' --lanes 4 --json --no-progress --hold-s 8 >"$json" 2>"$err" &
+  --set device.include=rxe0,rxe1 --lanes 4 --json --no-progress --hold-s 8 >"$json" 2>"$err" &
 job=$!
 for _ in $(seq 1 240); do [ -s "$json" ] && break; kill -0 $job 2>/dev/null || break; sleep 0.5; done
 sleep 1
@@ -56,7 +56,9 @@ echo "$qps" | grep -E 'comm wireup_a2a' || true
 # One line per QP: "link rxe1/1 lqpn 19 rqpn 20 type RC state RTS ... comm wireup_a2a".
 count() { awk -v dev="$1/" '$1 == "link" && index($2, dev) == 1 && / type RC / && / state RTS / && / comm wireup_a2a/ { n++ } END { print n + 0 }' <<<"$qps"; }
 k0=$(count rxe0) k1=$(count rxe1)
-wait $job || { cat "$err"; fail "wireup_a2a over two rails exited $?"; }
+rc=0
+wait $job || rc=$?
+((rc == 0)) || { cat "$err"; fail "wireup_a2a over two rails exited $rc"; }
 grep -v '^wireup WARN' "$err" | tail -n 20
 by_rail=$(jq -c '.lanes_by_rail' "$json")
 echo "rails-check: results by rail: $by_rail; kernel RC QPs at RTS: rxe0 $k0, rxe1 $k1"
@@ -71,8 +73,8 @@ trap 'ip link set dummy1 up; rm -f "$json" "$err"' EXIT
 for _ in $(seq 1 40); do rdma link show rxe1/1 | grep -q 'state ACTIVE' || break; sleep 0.5; done
 rdma link show rxe1/1
 mpirun --oversubscribe -np 2 ./tools/wireup_a2a --config "$HERE/../mpi/vm.toml" --set device.rails=2 \
-  --set 'device.include=["rxe0","rxe1"]' --lanes 4 --json --no-progress >"$json" 2>"$err" ||
-  { cat "$err"; fail "wireup_a2a with rxe1's netdev down exited $?"; }
+  --set device.include=rxe0,rxe1 --lanes 4 --json --no-progress >"$json" 2>"$err" ||
+  { rc=$?; cat "$err"; fail "wireup_a2a with rxe1's netdev down exited $rc"; }
 ip link set dummy1 up
 grep -m 2 'device.rails = 2' "$err" || true
 grep -q 'device.rails = 2: 1 rail (rxe1: ' "$err" || fail "no warning naming rxe1 when its netdev was down: $(head -c 2000 "$err")"
