@@ -35,6 +35,10 @@ rxe0_sent=$(($(sent rxe0) - rxe0_before)) rxe1_sent=$(($(sent rxe1) - rxe1_befor
 echo "rails-check: packets sent during the rxe1 cases: rxe0 $rxe0_sent, rxe1 $rxe1_sent"
 ((rxe1_sent > 0 && rxe0_sent == 0)) || fail "the rxe1 cases did not all go over rxe1 (sent: rxe0 $rxe0_sent, rxe1 $rxe1_sent)"
 
+# The route lookup of the pairing rule's step 2 (host/route.h): each dummy reaches its own subnet.
+WIREUP_VM_RAILS=1 ./tests/host_tests --gtest_color=no --gtest_filter='HostRoute.*' ||
+  fail "the route lookup out of one netdev (HostRoute.*)"
+
 # A context asked for two rails takes both: rail 0 is the device, each rail has its address.
 out=$(./tests/capi/capi_tests --gtest_color=no --gtest_filter='CapiHost.SeveralRailsAreTakenNotRefused:CapiHost.OneListenIpForSeveralRailsIsRefused' 2>&1) ||
   fail "device.rails=2 at context creation: $out"
