@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [-n RUNS | -t SECONDS] [TARGET...]
 #     -n RUNS     executions per target (default 1000000)
 #     -t SECONDS  run each target for SECONDS instead
-#     TARGET      private_data, address, config (default: all three)
+#     TARGET      private_data, address, liveness, config (default: all four)
 # Env: FUZZ_BUILD_DIR (default ./build-fuzz), WIREUP_JOBS (default nproc).
 #
 # The corpus of each target grows in FUZZ_BUILD_DIR/corpus/TARGET and is kept between runs;
@@ -18,7 +18,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 B=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
 JOBS=${WIREUP_JOBS:-$(nproc)}
-ALL=(private_data address config)
+ALL=(private_data address liveness config)
 
 usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 limit=(-runs=1000000)

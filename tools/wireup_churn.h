@@ -24,6 +24,8 @@ struct Options {
   uint64_t rss_growth_kib = 4096;  // allowed RSS growth after the first phase
   const char* config = nullptr;
   std::string provider = "rdma";  // or "sim": the simulated fabric, one node per rank
+  uint32_t node = 0;              // 1 or 2: this process holds that node's ranks (PairLink)
+  std::string pair_dir, pair_tag = "churn";
 };
 
 // Failures of the run: each printed once, counted; the exit status says whether any came.
@@ -44,6 +46,7 @@ struct Counts {
   long cm_id = 0, qp = 0, cq = 0, pd = 0, mr = 0;
   long fds = 0;
   long rss_kib = 0;
+  double virtual_s = -1;  // sim: the fabric's virtual clock (time-bound state ages by it)
   std::string str() const;
   bool same_objects(const Counts& o) const {
     return cm_id == o.cm_id && qp == o.qp && cq == o.cq && pd == o.pd && mr == o.mr;
@@ -80,6 +83,23 @@ class Backend {
   virtual bool drive(const std::vector<wireup_t*>& ws, const std::function<bool()>& until) = 0;
   virtual Counts measure() = 0;
   virtual void close() = 0;
+};
+
+// The ranks split over the two guests of scripts/vm/pair.sh (wireup_churn_pair.cc): node 1
+// holds the even ranks, node 2 the odd ones, so every ring pair crosses the link; one process
+// per node. They meet through files in the pair directory: D/T.addr.N, node N's ranks'
+// addresses with a generation (written again after a restart), and D/T.step.N, the last step
+// node N reached (each cycle's start, READY and IDLE are steps both reach before either goes on).
+struct PairLink {
+  std::string dir, tag;
+  uint32_t node = 0;  // 1 or 2; 0: one process holds every rank
+  bool local(uint32_t rank) const { return node == 0 || rank % 2 == node - 1; }
+  bool publish(const std::map<uint32_t, std::vector<uint8_t>>& addrs, uint64_t gen) const;
+  // The other node's addresses once its file is complete with generation >= gen.
+  bool read(std::map<uint32_t, std::vector<uint8_t>>& addrs, uint64_t gen) const;
+  void arrive(uint64_t step) const;
+  bool reached(uint64_t step) const;  // the other node arrived at `step` (or past it)
+  std::string file(const char* what, uint32_t n) const;
 };
 
 std::unique_ptr<Backend> make_rdma_backend();

@@ -18,7 +18,12 @@ std::string Counts::str() const {
   char b[160];
   std::snprintf(b, sizeof b, "cm_id %ld qp %ld cq %ld pd %ld mr %ld fds %ld rss %ld KiB", cm_id, qp, cq, pd, mr, fds,
                 rss_kib);
-  return b;
+  std::string s = b;
+  if (virtual_s >= 0) {
+    std::snprintf(b, sizeof b, " virtual %.1f s", virtual_s);
+    s += b;
+  }
+  return s;
 }
 
 void measure_process(Counts& c) {

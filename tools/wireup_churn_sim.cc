@@ -90,6 +90,7 @@ class SimBackend final : public Backend {
     c.cq = static_cast<long>(s.cqs_alive);
     c.pd = static_cast<long>(s.pds_alive);
     c.mr = 0;  // the sim keeps no count of MRs; the churn registers none
+    c.virtual_s = std::chrono::duration<double>(fab_.now()).count();
     measure_process(c);
     return c;
   }

@@ -6,10 +6,13 @@
 #                     [--bw-iters N] [--lat-iters N] [--config FILE] [--gross X] [--dev rxe0]
 #                     [--addr 10.0.0.1] [--ack-timeout 17] [--idle spin|sleep]
 #                     [--spy LIB] [--bind-to core|none] [--launcher none|mpirun]
+#                     [--order fixed|alternate]
 #
 # Each round runs perftest (ib_write_bw -R per size, ib_write_lat -R, ib_read_lat -R: server
 # and client in this guest over --addr) and then dp_bench (two ranks, see --launcher), so that
-# whatever else takes the host's CPUs meanwhile falls on both alike. Both run perftest's wire
+# whatever else takes the host's CPUs meanwhile falls on both alike. --order alternate runs
+# dp_bench first in even rounds, so that a tool is not always the one that runs second (after
+# the other's processes exit and the guest's page cache and rxe's pools are warm). Both run perftest's wire
 # settings: the same sizes and iterations, TX depth 128 and CQ moderation 100 for write_bw,
 # inline up to 220 B for write_lat, the path MTU the CM gives (printed for both), one READ in
 # flight. Prints, per metric, the median over the rounds and the spread (min-max) of each side
@@ -34,7 +37,7 @@ set -euo pipefail
 # value perftest's first QP reports, unless --ack-timeout says otherwise; dp_bench's QPs get the
 # same (qp.timeout), printed per rank.
 ACK_TIMEOUT=19 ACK_TIMEOUT_GIVEN=0
-SPY="" BIND=none LAUNCHER=none
+SPY="" BIND=none LAUNCHER=none ORDER=fixed
 IDLE=spin  # dp_bench --idle: its waiting rank spins as perftest's does, or sleeps
 DP="" ROUNDS=4 SIZES=64,1024,4096,65536 BW_ITERS=5000 LAT_ITERS=1000 CONFIG="" GROSS=3 DEV=rxe0 ADDR=10.0.0.1
 while (($#)); do
@@ -53,6 +56,7 @@ while (($#)); do
     --spy) SPY=$2; shift 2 ;;
     --bind-to) BIND=$2; shift 2 ;;
     --launcher) LAUNCHER=$2; shift 2 ;;
+    --order) ORDER=$2; shift 2 ;;
     *) echo "dp-vs-perftest: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +66,7 @@ for t in ib_write_bw ib_write_lat ib_read_lat mpirun awk timeout; do
 done
 [ -z "$SPY" ] || [ -r "$SPY" ] || { echo "dp-vs-perftest: --spy '$SPY' is not a readable library" >&2; exit 2; }
 [[ $LAUNCHER == mpirun || $LAUNCHER == none ]] || { echo "dp-vs-perftest: --launcher wants mpirun or none, not '$LAUNCHER'" >&2; exit 2; }
+[[ $ORDER == fixed || $ORDER == alternate ]] || { echo "dp-vs-perftest: --order wants fixed or alternate, not '$ORDER'" >&2; exit 2; }
 [[ $BIND == core || $BIND == none ]] || { echo "dp-vs-perftest: --bind-to wants core or none, not '$BIND'" >&2; exit 2; }
 [[ $GROSS == off || $GROSS =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "dp-vs-perftest: --gross wants a factor or off, not '$GROSS'" >&2; exit 2; }
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "dp-vs-perftest: --rounds wants a positive number" >&2; exit 2; }
@@ -202,13 +207,18 @@ run_wireup() {
          print "wireup", $2 "_typical_us", v["t_typical_us"]; print "wireup", $2 "_avg_us", v["t_avg_us"] }' "$f" >>"$RESULTS"
 }
 
-echo "dp-vs-perftest: $ROUNDS rounds, perftest then wireup each round; sizes $SIZES (write_bw, $BW_ITERS iterations), $LAT_SIZE B latency ($LAT_ITERS iterations)"
+order_text="perftest then wireup each round"
+[[ $ORDER == alternate ]] && order_text="perftest first in odd rounds, wireup first in even ones"
+echo "dp-vs-perftest: $ROUNDS rounds, $order_text; sizes $SIZES (write_bw, $BW_ITERS iterations), $LAT_SIZE B latency ($LAT_ITERS iterations)"
 for ((r = 1; r <= ROUNDS; ++r)); do
+  # perftest's first round always runs first: its write_lat tells dp_bench the inline size.
+  order=(perftest wireup) first=""
+  if [[ $ORDER == alternate ]] && ((r % 2 == 0)); then order=(wireup perftest) first=" (wireup first)"; fi
   t0=$(date +%s)
-  run_perftest "$r"
+  "run_${order[0]}" "$r"
   t1=$(date +%s)
-  run_wireup "$r"
-  echo "dp-vs-perftest: round $r: perftest $((t1 - t0)) s, wireup $(($(date +%s) - t1)) s"
+  "run_${order[1]}" "$r"
+  echo "dp-vs-perftest: round $r$first: ${order[0]} $((t1 - t0)) s, ${order[1]} $(($(date +%s) - t1)) s"
 done
 
 # Every number, in round order, for a comparison by distribution (bench/scripts/dp-compare.py).

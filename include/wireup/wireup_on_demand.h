@@ -35,7 +35,8 @@ wireup_status_t wireup_connect(wireup_t* w, uint32_t peer);
  * sees WIREUP_EVENT_DISCONNECTED and a LANE_CLOSED event), a pending one is dropped; a QP never
  * handed over goes back through the release callback, one handed over stays the transport's
  * (move it to ERR, destroy it when done). The lanes are idle afterwards: a later
- * wireup_connect() (or the peer's) makes new connections, with new QPs.
+ * wireup_connect() (or the peer's) makes new connections, with new QPs, each at its lane's
+ * result index (the same index as before: wireup_result_count does not grow).
  * Errors as wireup_connect. */
 wireup_status_t wireup_disconnect(wireup_t* w, uint32_t peer);
 
@@ -59,10 +60,18 @@ typedef enum wireup_lane_state {
 /* Where (peer, lane) stands; WIREUP_LANE_IDLE also for a NULL handle or a lane out of range. */
 wireup_lane_state_t wireup_lane_state(const wireup_t* w, uint32_t peer, uint32_t lane);
 
+/* `index` is the lane's own: every READY of a (peer, lane) names the same result index, every
+ * FAILED the same error index, however often the lane is closed and connected again; the
+ * record there is the event's connection (or error) until the lane's next one. A lane closed
+ * and connected again within one wireup_progress() call gets the CLOSED of its earlier
+ * connection, then the READY of the new one (never a READY for a connection already gone). */
 typedef enum wireup_lane_event_type {
   WIREUP_LANE_EVENT_READY = 1,   /* connected: `index` is its wireup_result_get() index */
   WIREUP_LANE_EVENT_FAILED = 2,  /* given up: `index` is its wireup_error_get() index */
-  WIREUP_LANE_EVENT_CLOSED = 3   /* disconnected (by either side): idle again */
+  WIREUP_LANE_EVENT_CLOSED = 3   /* disconnected (by either side): idle again; `index` 0. Its
+                                    QP is the transport's to destroy: take the pointer from the
+                                    READY (a READY of the lane's next connection in the same
+                                    call follows, and its index already shows that one) */
 } wireup_lane_event_type_t;
 
 /* Allocated by the library for the callback: struct_size is the library's (WIREUP_HAS_FIELD). */

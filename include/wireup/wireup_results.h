@@ -61,13 +61,23 @@ typedef struct wireup_result {
   uint32_t rail;
 } wireup_result_t;
 
-/* Number of connections handed over so far (grows during progress, never shrinks: a result
- * keeps its index and its QP for good); 0 if w is NULL. */
+/* Number of results: one per (peer, lane) handed over so far, in the order the lanes were first
+ * handed over (grows during progress, never shrinks); 0 if w is NULL.
+ * A (peer, lane) owns one result index for the handle's life. In bulk each lane connects once,
+ * so its result keeps its QP for good. On demand, a lane that was closed (LANE_CLOSED) or given
+ * up and connects again gets its new connection at the same index: the READY lane event names
+ * it, and from then on the result there is the new connection (its QP, QPNs, attempts,
+ * timings). The closed connection's QP was the transport's since its LANE_CLOSED; keep the
+ * pointer from its READY to destroy it. So the table holds at most one result per lane ever
+ * used, however often lanes connect and disconnect. */
 size_t wireup_result_count(const wireup_t* w);
 
-/* Copies result `i` (0 <= i < count) into *out (its struct_size set: WIREUP_STRUCT_INIT). Its
- * strings stay valid until wireup_destroy.
- * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL, i out of range, out->struct_size). */
+/* Copies result `i` (0 <= i < count) into *out (its struct_size set: WIREUP_STRUCT_INIT): the
+ * lane's latest connection handed over (a closed lane's: the one it had). Its strings stay
+ * valid until wireup_destroy.
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL, i out of range, out->struct_size);
+ * WIREUP_ERR_INVALID_STATE (on demand, called from a callback inside wireup_progress() while
+ * the lane's next connection has been made and not yet handed over: read it from the READY). */
 wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* out);
 
 /* Why a (peer, lane) was given up on (wireup_peer_error_t.kind, the "failures" tally). */
@@ -159,11 +169,15 @@ typedef struct wireup_peer_error {
                                -> WIREUP_ERR_PROTOCOL */
 } wireup_peer_error_t;
 
-/* Number of (peer, lane) given up on; 0 if w is NULL. */
+/* Number of (peer, lane) given up on so far; 0 if w is NULL. Like results, a (peer, lane) owns
+ * one error index: a lane given up again (on demand, after a new wireup_connect) has its new
+ * error written at the same index (the FAILED lane event names it). An error stays listed
+ * after its lane connects later (wireup_lane_state says where each lane stands now). */
 size_t wireup_error_count(const wireup_t* w);
 
-/* Copies error `i` into *out (struct_size set); its message stays valid until wireup_destroy.
- * Errors as wireup_result_get. */
+/* Copies error `i` into *out (struct_size set); its message stays valid until wireup_destroy or
+ * until that lane is given up again, whichever comes first.
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL, i out of range, out->struct_size). */
 wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_t* out);
 
 #ifdef __cplusplus

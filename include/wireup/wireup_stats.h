@@ -52,6 +52,23 @@ typedef struct wireup_counters {
   uint64_t crossed_yielded;     /* our requests withdrawn for the peer's crossing one */
   uint64_t lanes_closed;        /* lanes disconnected (wireup_disconnect, either side) */
   uint64_t peers_down;          /* peers declared gone after wireup (WIREUP_EVENT_PEER_DOWN) */
+  /* The liveness service (liveness.enable; all 0 without it). Datagrams: */
+  uint64_t liveness_sent;         /* datagrams sent (heartbeats, suspicions, deaths) */
+  uint64_t liveness_send_dropped; /* not sent: the socket's buffer was full (EAGAIN, ENOBUFS),
+                                     as a lossy network would drop them */
+  uint64_t liveness_send_errors;  /* not sent for another error (logged once per peer and errno) */
+  uint64_t liveness_received;     /* datagrams that opened (this job's MAC, well formed) */
+  uint64_t liveness_bad;          /* datagrams dropped unopened: wrong length, magic, version,
+                                     kind, digest, MAC tag or a rank out of range */
+  /* Its decisions: */
+  uint64_t liveness_suspicions;   /* watched ranks this rank suspected */
+  uint64_t liveness_refuted;      /* suspicions cleared by a heartbeat */
+  uint64_t liveness_declared;     /* deaths this rank declared (a second watcher confirmed) */
+  uint64_t liveness_learnt;       /* deaths known to the service, however learnt (its own,
+                                     spread by others, or a peer down seen by the engine) */
+  uint64_t liveness_stale;        /* datagrams from ranks already dead */
+  uint64_t liveness_refused;      /* deaths told of a rank this one still hears (one-way
+                                     partition): not believed */
 } wireup_counters_t;
 
 /* Copies the counters into *out (struct_size set). Counters this library does not have (a
@@ -111,7 +128,9 @@ const char* wireup_phase_name(wireup_phase_t phase);
 
 /*
  * wireup_phase_samples -- the raw durations (ns) of one phase, one per connection it applies
- * to, so that a job's percentiles can be taken over every rank's samples.
+ * to, so that a job's percentiles can be taken over every rank's samples. On demand, a lane
+ * connected again replaces its earlier connection's samples (one per (peer, lane), like the
+ * results); the counters (wireup_counters_get) count every connection.
  * buf/n: in, the capacity of buf in samples; out, the samples written (or, with
  * WIREUP_ERR_BUFFER_TOO_SMALL, the number needed; buf may be NULL with *n 0 to ask).
  * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL w or n, phase out of range),

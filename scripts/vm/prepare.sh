@@ -27,7 +27,10 @@ CACHE=$(cd "$1" && pwd)
 # crc32_generic: rdma_rxe asks the crypto API for "crc32" at runtime (not a symbol dependency).
 # veth + sch_netem: tests/vm/faults builds a RoCE path across a veth pair and loses/delays on it.
 # virtio_net: the pair's link (scripts/vm/pair.sh), a virtio NIC on a qemu socket netdev.
-MODULES=(virtio_pci 9pnet_virtio 9p dummy crc32_generic veth sch_netem virtio_net ib_uverbs rdma_ucm rdma_rxe)
+# sch_ingress + cls_matchall + act_gact: a partition cut on one node in both directions
+# (netem drops what leaves, a matchall drop on ingress what arrives: tests/twonode/suite.sh).
+MODULES=(virtio_pci 9pnet_virtio 9p dummy crc32_generic veth sch_netem sch_ingress cls_matchall act_gact virtio_net
+         ib_uverbs rdma_ucm rdma_rxe)
 # Extra insmod arguments. numdummies=0: otherwise the module creates dummy0 itself.
 declare -A MODARGS=([dummy]="numdummies=0")
 

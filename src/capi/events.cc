@@ -1,5 +1,7 @@
 // What happens after and beside wireup, handed to the transport's callbacks: the steady
 // channel's and the listener's CM events, and the device's asynchronous events.
+#include <chrono>
+
 #include "capi/handles.h"
 
 using namespace wireup;
@@ -45,28 +47,43 @@ wireup_peer_down_cause_t down_cause(PeerDownCause c) {
 
 }  // namespace
 
+namespace wireup::capi {
+
+void watch_peer_downs(wireup_t* w) {
+  w->engine->on_peer_down([w](const PeerDown& d) {
+    // The service declared the silent ones itself; a death seen otherwise (the peer's DREQs,
+    // wireup_fail_peer) stops this rank watching and suspecting it.
+    if (w->liveness && d.cause != PeerDownCause::silent)
+      w->liveness->learn(d.peer, std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch()));
+    if (w->event_fn == nullptr) return;
+    wireup_event_t ev{};
+    ev.struct_size = sizeof ev;
+    ev.peer = d.peer;
+    ev.lane = WIREUP_EVENT_LANE_ALL;
+    ev.type = WIREUP_EVENT_PEER_DOWN;
+    ev.name = "PEER_DOWN";
+    ev.lanes_down = d.lanes;
+    ev.cause = down_cause(d.cause);
+    w->event_fn(w->event_arg, &ev);
+  });
+}
+
+}  // namespace wireup::capi
+
 extern "C" {
 
 wireup_status_t wireup_on_event(wireup_t* w, wireup_event_fn fn_ptr, void* arg) {
   const char* fn = "wireup_on_event";
   if (w == nullptr) return null_handle(fn);
   return guarded(fn, &w->last_error, [&] {
+    // Peer-down reports always go through watch_peer_downs' callback (the liveness service
+    // hears of them whether or not the transport listens); it forwards to these.
+    w->event_fn = fn_ptr;
+    w->event_arg = arg;
     if (fn_ptr == nullptr) {
       w->engine->on_steady_event(nullptr);
-      w->engine->on_peer_down(nullptr);
       return WIREUP_OK;
     }
-    w->engine->on_peer_down([fn_ptr, arg](const PeerDown& d) {
-      wireup_event_t ev{};
-      ev.struct_size = sizeof ev;
-      ev.peer = d.peer;
-      ev.lane = WIREUP_EVENT_LANE_ALL;
-      ev.type = WIREUP_EVENT_PEER_DOWN;
-      ev.name = "PEER_DOWN";
-      ev.lanes_down = d.lanes;
-      ev.cause = down_cause(d.cause);
-      fn_ptr(arg, &ev);
-    });
     w->engine->on_steady_event([fn_ptr, arg](const SteadyEvent& e) {
       const bool listener = e.scope == SteadyEvent::Scope::listener;
       const wireup_event_t ev{sizeof(wireup_event_t), listener ? WIREUP_EVENT_PEER_LISTENER : e.peer, listener ? WIREUP_EVENT_PEER_LISTENER : e.lane,

@@ -1,19 +1,22 @@
 // The results the C API has handed to the transport, each by its identity (peer, lane, QPN and
-// the transport's own QP pointer), in the order they were handed over: the table that
-// wireup_result_count / wireup_result_get show.
+// the transport's own QP pointer): the table that wireup_result_count / wireup_result_get show.
 //
-// A result is handed over at the end of the wireup_progress() call that recorded it (and
-// before wireup_destroy closes the engine) if it is still a connection then: its QP is marked
-// kept (prov::Qp::keep), which the engine honours (it never takes a kept QP back for an RTU
-// repair: it reports the lane lost instead) and which disarms the release callback for it.
-// A result the engine took back within that same call (withdrawn) was never the transport's:
-// it is not listed, and its QP was released like any attempt that did not connect.
+// A connection is handed over at the end of the wireup_progress() call that made it (its READY
+// lane event names its result slot in the engine), if it is still a connection then: its QP is
+// marked kept (prov::Qp::keep), which the engine honours (it never takes a kept QP back for an
+// RTU repair: it reports the lane lost instead) and which disarms the release callback for it.
+// A connection the engine took back within that same call (withdrawn, or its lane closed) was
+// never the transport's: it is not listed, and its QP was released like any attempt that did
+// not connect.
+//
+// One entry per (peer, lane), in the order the lanes were first handed over: the engine keeps
+// one result slot per pair (wireup/records.h), and a lane connected again on demand, after its
+// LANE_CLOSED, gets its new connection written over its entry, so the index the transport was
+// given stays the lane's and the table holds nothing per connect/disconnect cycle.
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <set>
-#include <tuple>
 #include <vector>
 
 #include "common/status.h"
@@ -26,7 +29,7 @@ namespace wireup::capi {
 class HandedOver {
  public:
   struct Entry {
-    uint32_t result = 0;  // index of the engine's record (Engine::results())
+    uint32_t result = 0;  // the lane's result slot in the engine (Engine::results())
     uint32_t peer = 0;
     uint32_t lane = 0;
     uint32_t qpn = 0;
@@ -34,28 +37,39 @@ class HandedOver {
     bool closed = false;   // on demand: the lane was disconnected since (the QP stays the transport's)
   };
 
-  // Hands over what the engine's results gained since the last call; returns how many were
-  // handed over.
-  size_t take_new(const Engine& engine);
+  // Hands over the connection now in the engine's result slot `result` (a READY lane event
+  // named it), unless it is not one any more (withdrawn, or its lane closed, within the same
+  // call) or was handed over already. Returns whether it handed it over.
+  bool take(const Engine& engine, uint32_t result);
 
   size_t size() const { return entries_.size(); }
   const Entry& operator[](size_t i) const { return entries_[i]; }
-  bool holds(uint32_t peer, uint32_t lane) const { return lanes_.count({peer, lane}) != 0; }
-  // The table index of the engine's result `result`, if it was handed over.
+  // The table index of the engine's result slot `result`, if its lane was ever handed over.
   std::optional<size_t> index_of(uint32_t result) const;
-  // On demand: the lane was disconnected; its entry stays (closed), a later connection of the
-  // lane is a new entry.
-  void close_lane(uint32_t peer, uint32_t lane);
+  // Whether the entry of slot `result` is the connection the engine holds there now, handed
+  // over and its lane not closed: what a READY of the lane may announce.
+  bool current(const Engine& engine, uint32_t result) const;
+  // On demand: the lane of result slot `result` was disconnected (Records::kNoSlot: it never
+  // connected); its entry stays, closed, until the lane's next connection is written over it.
+  void close_lane(uint32_t result);
 
-  // The engine's record of `e` must still be the connection handed over; a kept result is
-  // never withdrawn, so a mismatch is a bug, named with the entry's identity.
-  // `qp` is the result's QP in the engine now (Engine::qp).
-  static Status still_same(const ConnResult& r, const prov::Qp* qp, const Entry& e);
+  // How the engine's record of entry `e` stands against it; `qp` is the record's QP in the
+  // engine now (Engine::qp).
+  enum class Standing : uint8_t {
+    same,             // the connection handed over (held, kept), or for a closed lane the one
+                      // it was (nothing holds its QP in the engine: the transport's)
+    connected_again,  // the lane's next connection took the slot and is handed over when the
+                      // wireup_progress() under way returns (seen only from its callbacks)
+    lost,             // anything else: a bug (a kept result is never withdrawn)
+  };
+  static Standing standing(const ConnResult& r, const prov::Qp* qp, const Entry& e);
+  // "rank P lane L qpn 0x..", for messages.
+  static std::string identity(const Entry& e);
 
  private:
+  static constexpr uint32_t kNone = UINT32_MAX;
   std::vector<Entry> entries_;
-  std::set<std::tuple<uint32_t, uint32_t>> lanes_;  // (peer, lane) handed over
-  size_t scanned_ = 0;  // engine records looked at so far (they are append-only)
+  std::vector<uint32_t> index_of_slot_;  // by engine result slot: its entry, or kNone
 };
 
 }  // namespace wireup::capi

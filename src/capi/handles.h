@@ -60,7 +60,7 @@ struct wireup_handle {
   wireup_qp_create_fn create_qp = nullptr;
   wireup_qp_release_fn release_qp = nullptr;
   void* qp_arg = nullptr;  // both get it
-  wireup_event_fn event_fn = nullptr;
+  wireup_event_fn event_fn = nullptr;  // wireup_on_event's: peer-down events (events.cc)
   void* event_arg = nullptr;
   wireup_lane_fn lane_fn = nullptr;  // on_demand.cc
   void* lane_arg = nullptr;
@@ -79,8 +79,9 @@ struct wireup_handle {
   std::unique_ptr<wireup::capi::LivenessService> liveness;
   std::vector<wireup::prov::SockAddr> liveness_endpoints;  // by rank, from wireup_set_peers
   uint32_t liveness_nranks = 0;                            // every rank needs an endpoint
-  wireup::capi::HandedOver handed;  // the results the transport was given, kept for good
-  // Strings handed out by result_get / error_get stay valid until destroy: node-based storage.
+  wireup::capi::HandedOver handed;  // the results the transport was given, one per lane
+  // Strings handed out by result_get / error_get stay valid until destroy (an error's until its
+  // lane is given up again): node-based storage, an error's text at the error's index.
   mutable std::set<std::string> device_names;
   mutable std::deque<std::string> error_messages;
   // The last wireup_tally_count() snapshot; key_name backs tally_get's string.
@@ -123,13 +124,17 @@ wireup_status_t guarded(const char* fn, std::string* slot, F&& body) noexcept {
 // The QP factory the engine calls, turning the transport's C callback into wrapped QPs.
 qp::QpFactory make_factory(wireup_t* w);
 
-// Hands the results that appeared since the last call over to the transport (handed_over.h).
+// Hands the connections the pending READY lane events name over to the transport
+// (handed_over.h).
 void hand_over_new_results(wireup_t* w);
 // The engine's lane and address callbacks, routed to the handle's (on_demand.cc); and the lane
 // events of the last progress(), delivered after its hand-over.
 void watch_lanes(wireup_t* w);
 void close_lanes(wireup_t* w);
 void deliver_lanes(wireup_t* w);
+// The engine's peer-down reports, routed to the liveness service (a death learnt from DREQs or
+// wireup_fail_peer closes its ring over the rank) and then to wireup_on_event's callback.
+void watch_peer_downs(wireup_t* w);
 
 // Re-arms the poller after the engine's fds or timers may have changed.
 void refresh_poller(wireup_t* w);

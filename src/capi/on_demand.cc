@@ -4,7 +4,13 @@
 // The engine's lane events come at the end of its progress(), before the C API hands that
 // call's results over; they wait in the handle until then (deliver_lanes), so that a READY
 // names the hand-over table's index and the QP is the transport's when the callback runs;
-// the closed lanes among them are noted before that hand-over (close_lanes).
+// the closed lanes among them are noted before that hand-over (close_lanes). A lane keeps its
+// index across reconnects (handed_over.h), so a READY is delivered only if it is its lane's
+// last event of the call: a lane connected, closed and connected again within one call gets
+// the CLOSED of its earlier connection and the READY of the new one, never a READY whose
+// index already shows another connection.
+#include <unordered_set>
+
 #include "capi/handles.h"
 
 using namespace wireup;
@@ -53,22 +59,29 @@ void close_lanes(wireup_t* w) {
   // Before the hand-over of the same call: a lane closed and connected again within one
   // progress() must have its old entry closed before the new connection is taken.
   for (const LaneEvent& e : w->lanes_pending)
-    if (e.kind == LaneEvent::Kind::closed) w->handed.close_lane(e.peer, e.lane);
+    if (e.kind == LaneEvent::Kind::closed) w->handed.close_lane(e.index);
 }
 
 void deliver_lanes(wireup_t* w) {
   if (w->lanes_pending.empty()) return;
   std::vector<LaneEvent> now;
   now.swap(w->lanes_pending);
-  for (const LaneEvent& e : now) {
+  // READYs overtaken by a later event of their lane in this batch (closed, failed, or another
+  // READY after an RTU repair): marked from the back.
+  std::vector<bool> overtaken(now.size(), false);
+  std::unordered_set<uint64_t> later;
+  for (size_t k = now.size(); k-- > 0;)
+    if (!later.insert(pair_key(now[k].peer, now[k].lane)).second && now[k].kind == LaneEvent::Kind::ready)
+      overtaken[k] = true;
+  for (size_t k = 0; k < now.size(); ++k) {
+    const LaneEvent& e = now[k];
     wireup_lane_event_t ev{sizeof(wireup_lane_event_t), e.peer, e.lane, WIREUP_LANE_EVENT_READY, e.index};
     switch (e.kind) {
       case LaneEvent::Kind::ready: {
-        // Taken back within the same call (an RTU repair): never the transport's, no event;
-        // the lane's next connection will have its own.
-        auto i = w->handed.index_of(e.index);
-        if (!i) continue;
-        ev.index = *i;
+        // Overtaken, or taken back within the same call (an RTU repair): never the transport's,
+        // no event; the lane's next connection has its own.
+        if (overtaken[k] || !w->handed.current(*w->engine, e.index)) continue;
+        ev.index = *w->handed.index_of(e.index);
         break;
       }
       case LaneEvent::Kind::failed:
@@ -76,6 +89,7 @@ void deliver_lanes(wireup_t* w) {
         break;
       case LaneEvent::Kind::closed:
         ev.type = WIREUP_LANE_EVENT_CLOSED;  // close_lanes() did the bookkeeping
+        ev.index = 0;                        // the public event names no index for a closed lane
         break;
     }
     if (w->lane_fn) w->lane_fn(w->lane_arg, &ev);

@@ -40,6 +40,9 @@ qp::QpFactory make_factory(wireup_t* w) {
   };
 }
 
-void hand_over_new_results(wireup_t* w) { w->handed.take_new(*w->engine); }
+void hand_over_new_results(wireup_t* w) {
+  for (const LaneEvent& e : w->lanes_pending)
+    if (e.kind == LaneEvent::Kind::ready) (void)w->handed.take(*w->engine, e.index);
+}
 
 }  // namespace wireup::capi

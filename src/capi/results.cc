@@ -2,6 +2,8 @@
 // events.cc.
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "capi/enums.h"
 #include "capi/handles.h"
 #include "capi/layouts.h"
@@ -17,6 +19,31 @@ namespace {
 
 wireup_status_t null_handle(const char* fn) {
   return fail(nullptr, WIREUP_ERR_INVALID_ARGUMENT, fn, "the wireup handle is NULL");
+}
+
+// The engine's stats JSON with the liveness service's part ("liveness": datagrams, dropped
+// ones by reason, decisions): the service lives beside the engine, in this layer.
+std::string with_liveness(const std::string& engine_json, const capi::LivenessService& l) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(engine_json);
+  const capi::LivenessStats& s = l.stats();
+  nlohmann::ordered_json bad = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < s.bad.size(); ++i)
+    if (s.bad[i] != 0) bad[liveness::to_string(static_cast<liveness::Bad>(i))] = s.bad[i];
+  nlohmann::ordered_json& o = j["liveness"] = {{"sent", s.sent},
+                                               {"send_dropped", s.send_again},
+                                               {"send_errors", s.send_errors},
+                                               {"received", s.received},
+                                               {"bad", bad}};
+  if (const liveness::Detector* d = l.detector()) {
+    const liveness::Counters& k = d->counters();
+    o["suspicions"] = k.suspicions;
+    o["refuted"] = k.refuted;
+    o["declared"] = k.declared;
+    o["learnt"] = k.learnt;
+    o["stale"] = k.stale;
+    o["refused"] = k.refused;
+  }
+  return j.dump();
 }
 
 wireup_status_t bad_index(const wireup_t* w, const char* fn, size_t i, size_t n) {
@@ -77,8 +104,18 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     if (i >= w->handed.size()) return bad_index(w, fn, i, w->handed.size());
     const capi::HandedOver::Entry& h = w->handed[i];
     const ConnResult& r = w->engine->results().at(h.result);
-    if (Status s = capi::HandedOver::still_same(r, w->engine->qp(h.result), h); !s)
-      return fail(&w->last_error, WIREUP_ERR_INTERNAL, fn, s.message());
+    switch (capi::HandedOver::standing(r, w->engine->qp(h.result), h)) {
+      case capi::HandedOver::Standing::same: break;
+      case capi::HandedOver::Standing::connected_again:
+        return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn,
+                    "index " + std::to_string(i) + " (" + capi::HandedOver::identity(h) +
+                        "): the lane was closed and connected again; its new connection shows here once "
+                        "wireup_progress() returns (its READY lane event)");
+      case capi::HandedOver::Standing::lost:
+        return fail(&w->last_error, WIREUP_ERR_INTERNAL, fn,
+                    "internal: the result handed over as " + capi::HandedOver::identity(h) +
+                        " is no longer that connection in the engine");
+    }
     wireup_result_t x;
     std::memset(&x, 0, sizeof x);
     x.peer = r.peer;
@@ -130,9 +167,12 @@ wireup_status_t wireup_error_get(const wireup_t* w, size_t i, wireup_peer_error_
     if (out == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "out is NULL");
     const auto& all = w->engine->errors();
     if (i >= all.size()) return bad_index(w, fn, i, all.size());
-    // The engine only appends errors: cache their strings in the same order, stable for good.
-    while (w->error_messages.size() < all.size()) w->error_messages.push_back(all[w->error_messages.size()].describe());
     const PeerError& e = all[i];
+    // One error per (peer, lane), the latest: its text is cached at the same index and made
+    // again only when the lane was given up again since (a pointer handed out earlier stays
+    // valid until then).
+    if (w->error_messages.size() < all.size()) w->error_messages.resize(all.size());
+    if (std::string m = e.describe(); m != w->error_messages[i]) w->error_messages[i] = std::move(m);
     wireup_peer_error_t x;
     std::memset(&x, 0, sizeof x);
     x.peer = e.peer;
@@ -184,6 +224,23 @@ wireup_status_t wireup_counters_get(const wireup_t* w, wireup_counters_t* out) {
   c.peers_down = s[Counter::peers_down];
   // Every engine counter has its field above (count_ grows with the enum: add it there too).
   static_assert(static_cast<size_t>(Counter::count_) == 26, "a Counter without its wireup_counters_t field");
+  if (w->liveness) {
+    const capi::LivenessStats& l = w->liveness->stats();
+    c.liveness_sent = l.sent;
+    c.liveness_send_dropped = l.send_again;
+    c.liveness_send_errors = l.send_errors;
+    c.liveness_received = l.received;
+    c.liveness_bad = l.bad_total();
+    if (const liveness::Detector* d = w->liveness->detector()) {
+      const liveness::Counters& k = d->counters();
+      c.liveness_suspicions = k.suspicions;
+      c.liveness_refuted = k.refuted;
+      c.liveness_declared = k.declared;
+      c.liveness_learnt = k.learnt;
+      c.liveness_stale = k.stale;
+      c.liveness_refused = k.refused;
+    }
+  }
   return write(w, fn, out, c, capi::kFirstCounters, "wireup_counters_t");
 }
 
@@ -254,7 +311,8 @@ wireup_status_t wireup_stats_json(const wireup_t* w, char* buf, size_t* len) {
   if (w == nullptr) return null_handle(fn);
   return guarded(fn, &w->last_error, [&] {
     if (len == nullptr) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "len is NULL");
-    const std::string json = w->engine->stats().to_json();
+    std::string json = w->engine->stats().to_json();
+    if (w->liveness) json = with_liveness(json, *w->liveness);
     const size_t need = json.size() + 1;  // with the NUL
     if (buf == nullptr || *len < need) {
       const size_t have = *len;

@@ -94,6 +94,7 @@ wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* para
     if (!e) return fail(slot, fn, e.error());
     w->engine = std::move(e).value();
     capi::watch_lanes(w.get());
+    capi::watch_peer_downs(w.get());
     capi::refresh_poller(w.get());
     ++ctx->handles;
     *out = w.release();

@@ -170,9 +170,9 @@ Status Connection::connect(const qp::QpFactory& factory) {
   return s;
 }
 
-Status Connection::notify() {
+Status Connection::send_notice() {
   if (state_ != State::route_resolved)
-    return Error::make(ErrorCode::invalid_state, "Connection::notify",
+    return Error::make(ErrorCode::invalid_state, "Connection::send_notice",
                        std::string("in state ") + to_string(state_));
   ans_.qpless = true;
   prov::ConnParam p = profile_.param;

@@ -164,7 +164,7 @@ class Connection final : public prov::CmEventSink {
   // takes qp_num from conn_param when the id has no QP and does not check it
   // (ib_send_cm_req / cm_validate_req_param); QPN 0 is never an RC QP, so it cannot be
   // mistaken for a real connection's QP. A CONNECT_RESPONSE to it is a protocol error.
-  Status notify();
+  Status send_notice();
   bool qpless() const { return ans_.qpless; }
   // Passive, in requested: QP, INIT, ECE answer (reject_ece if refused), RTR, accept. The
   // QP goes to RTS on ESTABLISHED.
@@ -245,7 +245,7 @@ class Connection final : public prov::CmEventSink {
     ece::Report ece;
     uint32_t remote_qpn = 0;
     uint8_t peer_srq = 0;  // the SRQ bit of the peer's REQ (passive) or REP (active)
-    bool qpless = false;  // a notice: connected without a QP (notify())
+    bool qpless = false;  // a notice: connected without a QP (send_notice())
     Depths req_depths;    // passive: the REQ's READ/atomic depths, in this side's view
     qp::DepthCap answered;  // passive: the depths its REP carries, which cap its QP's
     qp::QpGiven given;

@@ -286,7 +286,7 @@ Result<int> Engine::progress() {
     work += start_due_notices();
     work += start_due_abandons();
     // Last: what the loops above answered or retired frees the line for the next notice.
-    work += notify_next();
+    work += send_queued_notices();
     channels_.setup->graveyard.clear();  // every event of these ids was acked in the loops above
   }
   maybe_end_setup();

@@ -86,15 +86,17 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // The clock reading the last progress() (or start()) took at its beginning.
   Nanos progressed_at() const { return life_.progressed_at; }
 
-  // Every result so far, append-only: skip the `withdrawn` ones (see ConnResult).
+  // One result per (peer, lane) that ever connected, its latest connection, at an index that
+  // never moves (records.h): skip the `withdrawn` ones (see ConnResult).
   const std::vector<ConnResult>& results() const { return records_.results(); }
   // The QP of result `result` while the engine holds it: null once taken (take_qp), withdrawn,
-  // or its lane closed or established again since.
+  // or its lane closed (and not established again since).
   prov::Qp* qp(uint32_t result) const;
   // The device and ECE of a result (ConnResult::link).
   const LinkInfo& link(const ConnResult& r) const { return records_.link(r.link); }
   // Results that are connections now (not withdrawn).
   size_t connected() const { return records_.results().size() - records_.withdrawn(); }
+  // One error per (peer, lane) ever given up on, why it was given up last (records.h).
   const std::vector<PeerError>& errors() const { return records_.errors(); }
   const Stats& stats() const { return stats_; }
   void on_steady_event(SteadyCallback cb) { records_.on_steady_event(std::move(cb)); }
@@ -145,6 +147,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
 
   // For tests and teardown accounting.
   size_t live_ids() const;
+  size_t deadlines_queued() const { return od_.deadlines.size(); }
   bool setup_channel_open() const { return channels_.setup != nullptr; }
   const PairTable& pairs() const { return pairs_; }
 
@@ -198,8 +201,9 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
     AddressCallback address_cb;
     std::vector<uint32_t> address_asked;  // sorted: asked for, not answered yet
     // Every ask's deadline (its first_start + wireup_timeout) with its pair's index, in ask
-    // order, which is deadline order: the front is the next one due. An entry whose pair was
-    // asked again since (another first_start) is skipped.
+    // order, which is deadline order: the front is the next one due. An entry whose pair
+    // settled or was asked again since (another first_start) is skipped, and dropped once
+    // such entries outnumber the open pairs (note_deadline).
     Fifo<std::pair<Nanos, uint32_t>> deadlines;
   };
   // The tags of the listeners on the engine's sink, rail r's kListenerTag - r (pair keys use
@@ -270,6 +274,12 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // The pair of (peer, lane) made or reopened for a new ask: waiting, `role`, its deadline set.
   Pair& lane_for(uint32_t peer, uint32_t lane, cm::Role role);
   void open_lane(Pair& p, cm::Role role);
+  // Queues the ask's deadline (p.first_start + wireup_timeout), dropping the stale ones when
+  // they outnumber the open pairs.
+  void note_deadline(const Pair& p);
+  // The deadline is still its pair's: open, and not asked again since.
+  bool deadline_live(const std::pair<Nanos, uint32_t>& d) const;
+  static constexpr size_t kDeadlineSlack = 64;
   // The pair a REQ is for, made or reopened if need be; a crossing is decided here (v refused
   // with `crossed` when ours wins).
   Pair* on_demand_request(GateVerdict& v);
@@ -326,10 +336,10 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // QP-less requests on the wire, one per destination host (engine_notices.cc, NoticeLines)
   // The notice connection a pair holds (its abandon or rtu_lost notice), or nullptr.
   cm::Connection* notice_of(Pair& p);
-  // A notice whose route is resolved joins its host's line (sent by notify_next()).
-  void ready_to_notify(Pair& p);
+  // A notice whose route is resolved joins its host's line (sent by send_queued_notices()).
+  void queue_notice(Pair& p);
   // Sends the next waiting notice of every line whose last one is answered (or gone).
-  int notify_next();
+  int send_queued_notices();
 
   // the RTU repair (engine_repair.cc)
   // Sends (again) the notice for the pair's newest attempt; `p` is waiting (our REP retries

@@ -70,7 +70,7 @@ void Engine::after_abandon(Pair& p) {
   if (f == nullptr || !f->abandon_conn) return;
   cm::Connection& c = *f->abandon_conn;
   // No QP, so no QP window; but one QP-less request per host on the wire (NoticeLines).
-  if (c.state() == cm::State::route_resolved) return ready_to_notify(p);
+  if (c.state() == cm::State::route_resolved) return queue_notice(p);
   if (c.state() != cm::State::failed) return;
   const cm::Failure answer = failure_of(c);
   retire(std::move(f->abandon_conn));

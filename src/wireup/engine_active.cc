@@ -194,7 +194,7 @@ void Engine::establish(Pair& p) {
   r.attempts = static_cast<uint16_t>(std::min<uint32_t>(p.attempt, std::numeric_limits<uint16_t>::max()));
   // Keep only what an established connection needs; the state machine goes.
   Established e;
-  e.result = records_.add_result(r);
+  e.result = records_.put_result(pairs_.index(p), r);
   e.qp = c->take_qp();
   e.id = c->take_id();
   retire(std::move(c));
@@ -289,7 +289,7 @@ void Engine::give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause) {
   PeerError e{p.peer, p.lane, p.role, p.attempt, cause, peer_reject_code(f), f};
   WIREUP_LOG(warn, "wireup: %s", e.describe().c_str());
   const bool owes = owes_abandon(p, f, cause);
-  pairs_.become(p, Failed{records_.add_error(std::move(e)), nullptr});
+  pairs_.become(p, Failed{records_.put_error(pairs_.index(p), std::move(e)), nullptr});
   records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::failed, p.as<Failed>()->error});
   ++stats_[Counter::failed];
   if (owes) announce_abandon(p);

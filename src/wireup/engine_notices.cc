@@ -15,15 +15,15 @@ cm::Connection* Engine::notice_of(Pair& p) {
   return nullptr;
 }
 
-void Engine::ready_to_notify(Pair& p) {
+void Engine::queue_notice(Pair& p) {
   prov::SockAddr host;
   if (auto a = peers_.address(p.peer)) host = *a;
   host.set_port(0);
-  // Sent at the end of this progress() call, in line order (notify_next).
+  // Sent at the end of this progress() call, in line order (send_queued_notices).
   notice_lines_.wait(host.to_string(), pairs_.index(p));
 }
 
-int Engine::notify_next() {
+int Engine::send_queued_notices() {
   // Nearly always: no line at all (notices are a repair path), and then nothing is built.
   if (notice_lines_.lines() == 0) return 0;
   auto on_wire = [this](uint64_t key) {
@@ -36,7 +36,7 @@ int Engine::notify_next() {
     Pair* p = pairs_.at(key);
     cm::Connection* c = p ? notice_of(*p) : nullptr;
     if (c == nullptr || c->state() != cm::State::route_resolved) return false;  // retired or moved on meanwhile
-    (void)c->notify();
+    (void)c->send_notice();
     if (c->state() == cm::State::connecting) {
       // The end of wireup waits for an abandon notice that only now leaves (kAbandonBound).
       if (p->state() == PairState::failed)

@@ -41,7 +41,22 @@ void Engine::open_lane(Pair& p, cm::Role role) {
   p.awaiting_address = false;
   pairs_.become(p, Waiting{});
   p.first_start = now();
+  note_deadline(p);
+}
+
+void Engine::note_deadline(const Pair& p) {
   od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, pairs_.index(p));
+  // An entry stays until its deadline (wireup_timeout, 300 s by default) even when its lane
+  // settled long before: a transport that connects and disconnects all the time would keep
+  // every ask of the last 300 s. Once the stale entries outnumber the open pairs (each has
+  // one live entry), they go: the queue stays within the open pairs plus a constant.
+  if (od_.deadlines.size() > 2 * pairs_.open() + kDeadlineSlack)
+    od_.deadlines.remove_if([this](const std::pair<Nanos, uint32_t>& d) { return !deadline_live(d); });
+}
+
+bool Engine::deadline_live(const std::pair<Nanos, uint32_t>& d) const {
+  const Pair* p = pairs_.at(d.second);
+  return p != nullptr && p->open() && p->first_start + opt().wireup_timeout == d.first;
 }
 
 Pair& Engine::lane_for(uint32_t peer, uint32_t lane, cm::Role role) {
@@ -51,7 +66,7 @@ Pair& Engine::lane_for(uint32_t peer, uint32_t lane, cm::Role role) {
   }
   Pair& p = pairs_.add(pair_key(peer, lane), role);
   p.first_start = now();
-  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, pairs_.index(p));
+  note_deadline(p);
   return p;
 }
 
@@ -138,7 +153,7 @@ void Engine::close_lane(Pair& p) {
   p.awaiting_address = false;
   p.attempt = 0;
   pairs_.become(p, Idle{});
-  records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::closed, 0});
+  records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::closed, records_.result_slot(pairs_.index(p))});
 }
 
 Status Engine::disconnect(uint32_t peer) {
@@ -234,12 +249,10 @@ bool Engine::yield_to_crossing(Pair& p, const cm::Failure& f) {
 int Engine::expire_due(Nanos t) {
   int work = 0;
   while (!od_.deadlines.empty() && od_.deadlines.front().first <= t) {
-    auto [due, i] = od_.deadlines.front();
+    const std::pair<Nanos, uint32_t> d = od_.deadlines.front();
     od_.deadlines.pop_front();
-    Pair* p = pairs_.at(i);
-    if (p == nullptr || p->first_start + opt().wireup_timeout != due) continue;  // asked again since
-    if (!p->open()) continue;
-    expire_pair(*p);
+    if (!deadline_live(d)) continue;  // settled, or asked again since
+    expire_pair(*pairs_.at(d.second));
     ++work;
   }
   return work;

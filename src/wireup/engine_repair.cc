@@ -63,7 +63,7 @@ void Engine::after_notice(Pair& p) {
   if (pr == nullptr || !pr->notice->conn) return;
   cm::Connection& c = *pr->notice->conn;
   // No QP, so no QP window; but one QP-less request per host on the wire (NoticeLines).
-  if (c.state() == cm::State::route_resolved) return ready_to_notify(p);
+  if (c.state() == cm::State::route_resolved) return queue_notice(p);
   if (c.state() != cm::State::failed) return;
   cm::Failure f = failure_of(c);
   retire(std::move(pr->notice->conn));

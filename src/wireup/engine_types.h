@@ -115,9 +115,10 @@ struct LinkInfo {
   }
 };
 
-// One established connection, as handed to the transport. Records are append-only: a
-// connection the engine had to take back (an RTU repair before hand-over) stays in the table,
-// marked `withdrawn`, so that indexes into it never move.
+// One established connection, as handed to the transport. Each (peer, lane) has one slot in
+// the table (records.h): a connection the engine had to take back (an RTU repair before
+// hand-over) stays there, marked `withdrawn`, until the pair's next connection takes the slot,
+// so that indexes into it never move.
 // One per established endpoint, so kept small: 96 bytes, 72 of them the time stamps (the
 // device and ECE by index, lane and attempts in 16 bits: the configuration caps them at 1,024
 // and 1,000). Its QP, while the
@@ -193,7 +194,9 @@ struct DeviceEventReport {
 
 // On demand: what the transport learns of each (peer, lane) it or the peer asked for, from
 // progress() once the call's own work is done (so that the callback may call connect() or
-// disconnect()). `index` is the result's (results()) or the error's (errors()); none for closed.
+// disconnect()). `index` is the pair's slot in results() (ready; closed: Records::kNoSlot if
+// it never connected) or in errors() (failed). A slot belongs to its (peer, lane) for good: a
+// later READY of the lane names the same index, its record then the new connection's.
 struct LaneEvent {
   enum class Kind : uint8_t { ready, failed, closed };  // closed: disconnected, idle again
   uint32_t peer = 0;

@@ -39,6 +39,13 @@ class Fifo {
     v_.clear();
     head_ = 0;
   }
+  // Drops the waiting elements `pred` holds for, the others keep their order.
+  template <class Pred>
+  void remove_if(Pred pred) {
+    v_.erase(v_.begin(), v_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+    std::erase_if(v_, pred);
+  }
   // Frees the storage.
   void release() {
     std::vector<T>().swap(v_);

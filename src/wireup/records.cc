@@ -59,9 +59,20 @@ std::string PeerError::describe() const {
   return s;
 }
 
-uint32_t Records::add_result(ConnResult r) {
-  results_.push_back(std::move(r));
-  return static_cast<uint32_t>(results_.size() - 1);
+uint32_t Records::put_result(uint32_t pair, ConnResult r) {
+  if (pair >= result_slot_.size()) result_slot_.resize(pair + 1, kNoSlot);
+  uint32_t& slot = result_slot_[pair];
+  if (slot == kNoSlot) {
+    slot = static_cast<uint32_t>(results_.size());
+    results_.push_back(std::move(r));
+    return slot;
+  }
+  // The pair's earlier connection is over (closed, given up, or taken back for a repair):
+  // its record goes, the index stays.
+  ConnResult& old = results_[slot];
+  if (old.withdrawn) --withdrawn_;
+  old = std::move(r);
+  return slot;
 }
 
 void Records::withdraw(uint32_t result) {
@@ -81,9 +92,14 @@ std::optional<uint16_t> Records::intern(const LinkInfo& l) {
   return last_link_ = static_cast<uint16_t>(links_.size() - 1);
 }
 
-uint32_t Records::add_error(PeerError e) {
-  errors_.push_back(std::move(e));
-  return static_cast<uint32_t>(errors_.size() - 1);
+uint32_t Records::put_error(uint32_t pair, PeerError e) {
+  auto [it, fresh] = error_slot_.try_emplace(pair, static_cast<uint32_t>(errors_.size()));
+  if (fresh) {
+    errors_.push_back(std::move(e));
+  } else {
+    errors_[it->second] = std::move(e);
+  }
+  return it->second;
 }
 
 }  // namespace wireup

@@ -1,11 +1,18 @@
-// What the engine hands back, as append-only records: results (a withdrawn one is marked,
-// never erased, so an index stays valid for good) and errors; and the steady-state events,
-// passed to the transport's callback.
+// What the engine hands back: results (a withdrawn one is marked, never erased) and errors,
+// each (peer, lane) owning one slot of each; and the steady-state events, passed to the
+// transport's callback.
+//
+// A pair's result slot is given the first time it connects; every later connection of the
+// same pair (on demand: the lane closed and asked again; bulk: an RTU repair) is written over
+// it, and likewise its error slot each time it is given up. So an index never moves, and an
+// on-demand engine that connects and disconnects forever holds one result and one error per
+// (peer, lane) it ever used, nothing per cycle.
 #pragma once
 
 #include <functional>
 #include <limits>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "wireup/engine_types.h"
@@ -19,15 +26,28 @@ class Records {
   using LaneCallback = std::function<void(const LaneEvent&)>;
   using PeerDownCallback = std::function<void(const PeerDown&)>;
 
-  void reserve(size_t results) { results_.reserve(results); }
-  uint32_t add_result(ConnResult r);
+  static constexpr uint32_t kNoSlot = std::numeric_limits<uint32_t>::max();
+
+  // Bulk: one slot per planned pair, so no growth on the per-connection path.
+  void reserve(size_t pairs) {
+    results_.reserve(pairs);
+    result_slot_.reserve(pairs);
+  }
+  // Records the connection of pair `pair` (its PairTable index) in the pair's result slot,
+  // given now if it has none; returns the slot.
+  uint32_t put_result(uint32_t pair, ConnResult r);
+  // The pair's result slot, kNoSlot if it never connected.
+  uint32_t result_slot(uint32_t pair) const {
+    return pair < result_slot_.size() ? result_slot_[pair] : kNoSlot;
+  }
   // The index of `l` in the link table (ConnResult::link), added if new; nullopt once 65,536
   // distinct ones are in it (each a different device or ECE outcome: never in practice).
   std::optional<uint16_t> intern(const LinkInfo& l);
   const LinkInfo& link(uint16_t i) const { return links_.at(i); }
   // The engine took the connection back before the transport got it (RTU repair).
   void withdraw(uint32_t result);
-  uint32_t add_error(PeerError e);
+  // Records why pair `pair` was given up in its error slot (given now if it has none).
+  uint32_t put_error(uint32_t pair, PeerError e);
 
   const std::vector<ConnResult>& results() const { return results_; }
   const std::vector<PeerError>& errors() const { return errors_; }
@@ -60,9 +80,12 @@ class Records {
  private:
   static constexpr size_t kMaxLinks = std::numeric_limits<uint16_t>::max();
   std::vector<ConnResult> results_;
+  std::vector<uint32_t> result_slot_;  // by pair index: its slot in results_, or kNoSlot
   std::vector<LinkInfo> links_;  // distinct, in first-use order
   uint16_t last_link_ = 0;
   std::vector<PeerError> errors_;
+  // Pair index -> its slot in errors_: a map, as errors are few beside the pairs.
+  std::unordered_map<uint32_t, uint32_t> error_slot_;
   size_t withdrawn_ = 0;
   SteadyCallback steady_cb_;
   DeviceCallback device_cb_;

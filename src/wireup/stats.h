@@ -102,9 +102,10 @@ class Stats {
   uint64_t failures(cm::FailKind k) const { return failures_[static_cast<size_t>(k)]; }
   uint64_t ece_outcomes(ece::Outcome o) const { return ece_[static_cast<size_t>(o)]; }
 
-  // The samples are cut from the results' time stamps when asked for (a result is recorded
-  // for every connection established, withdrawn ones included), not kept apart: that cost
-  // 8 bytes per phase and endpoint. `results` must outlive the Stats (both are the engine's).
+  // The samples are cut from the results' time stamps when asked for (the latest connection
+  // of every (peer, lane), withdrawn ones included: records.h), not kept apart: that cost
+  // 8 bytes per phase and endpoint, and would grow with every connection an on-demand engine
+  // ever makes. `results` must outlive the Stats (both are the engine's).
   void attach(const std::vector<ConnResult>* results) { results_ = results; }
   void record(const cm::Connection& c);
 
@@ -115,7 +116,7 @@ class Stats {
   std::map<std::string, uint64_t> rejects_sent_by_name() const;
   std::map<std::string, uint64_t> failures_by_name() const;
   std::map<std::string, uint64_t> ece_outcomes_by_name() const;
-  // The raw samples of one phase (ns), in the order the connections were established, so
+  // The raw samples of one phase (ns), in the order the (peer, lane)s first connected, so
   // that a job's percentiles can be taken over the samples of all its ranks rather than
   // averaged from per-rank percentiles.
   std::vector<int64_t> samples(Phase p) const;

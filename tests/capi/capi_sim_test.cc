@@ -4,7 +4,8 @@
 //  - the release callback never comes for a QP the transport was handed as a result;
 //  - each QP the factory made is destroyed exactly once (released, or destroyed by the
 //    transport at its teardown), never twice, never left over;
-//  - a result handed over stays handed over: never withdrawn, never a second one per lane;
+//  - a result handed over stays handed over: never withdrawn, never a second one per lane (a
+//    lane connected again on demand shows its new connection at the same index);
 //  - a lane lost after hand-over (every RTU lost) is reported: an event on the active side,
 //    an error on the passive side -- never a silent teardown and reconnect under the
 //    transport's feet.
@@ -68,15 +69,21 @@ struct Transport {
         problems.push_back("result " + std::to_string(i) + " read again: another QP");
     }
   }
-  // Reads the results it has not seen yet, as a transport using lanes as they come up.
+  // Reads the results that are new since its last look, as a transport using lanes as they
+  // come up: an index it has not seen, or one whose lane connected again (another QP there;
+  // the lane's earlier QP stays the transport's until its teardown).
+  std::vector<prov::Qp*> at_index;  // the QP each index showed last
   void read_results(wireup_t* w) {
-    for (size_t i = given.size(); i < wireup_result_count(w); ++i) {
+    for (size_t i = 0; i < wireup_result_count(w); ++i) {
       wireup_result_t r;
       WIREUP_STRUCT_INIT(&r);
       if (wireup_result_get(w, i, &r) != WIREUP_OK) {
         problems.push_back(std::string("wireup_result_get: ") + wireup_last_error(w));
         continue;
       }
+      if (i < at_index.size() && at_index[i] == seam_qp(r.qp)) continue;  // seen
+      if (i >= at_index.size()) at_index.resize(i + 1, nullptr);
+      at_index[i] = seam_qp(r.qp);
       const std::string who = "rank " + std::to_string(r.peer) + " lane " + std::to_string(r.lane);
       if (r.qp == nullptr) problems.push_back("result " + std::to_string(i) + " (" + who + ") has no QP");
       if (!lanes.insert({r.peer, r.lane}).second) problems.push_back("a second result for " + who);
@@ -448,9 +455,109 @@ TEST(CapiSim, OnDemandCrossingDisconnectAndReconnect) {
   EXPECT_EQ(count(job.t(0), WIREUP_LANE_EVENT_READY, 1), 2u);
   EXPECT_EQ(count(job.t(1), WIREUP_LANE_EVENT_READY, 0), 2u);
   EXPECT_EQ(wireup_lane_state(job.w(1), 0, 0), WIREUP_LANE_READY);
-  EXPECT_EQ(wireup_result_count(job.w(0)), 3u) << "the closed connection's result stays, the new one is added";
+  EXPECT_EQ(wireup_result_count(job.w(0)), 2u) << "the lane connected again keeps its result index";
   job.teardown();
   for (uint32_t r = 0; r < 3; ++r) expect_clean(job.t(r), ("rank " + std::to_string(r)).c_str());
+}
+
+// On demand, a lane connected, closed and connected again, cycle after cycle, keeps one result
+// index and one error index: the handle's tables hold one result and one error per (peer, lane)
+// ever used, nothing per cycle. Every READY names the lane's index, and the result there is
+// the new connection (a QP never seen before, its own QPN); the closed connections' QPs stay
+// the transport's. The counters still count every connection. A lane to a rank without a
+// process fails each time it is asked, and its error keeps its index too.
+TEST(CapiSim, OnDemandReconnectsKeepEachLanesResultAndErrorIndex) {
+  constexpr uint32_t kLanes = 2, kCycles = 24;
+  SimJob job(3, 2, prov::sim::SimConfig{},
+             {"engine.mode=on_demand", "engine.max_attempts=2", "engine.wireup_timeout_ms=3000"});
+  ASSERT_NO_FATAL_FAILURE(job.start(kLanes));
+  std::map<uint32_t, size_t> index_of_lane[2];  // per rank: lane -> the index its READYs name
+  std::set<prov::Qp*> qps[2];                   // per rank: every QP a READY's result showed
+  auto lanes_are = [&](wireup_lane_state_t want) {
+    for (uint32_t l = 0; l < kLanes; ++l)
+      if (wireup_lane_state(job.w(0), 1, l) != want || wireup_lane_state(job.w(1), 0, l) != want) return false;
+    return true;
+  };
+  for (uint32_t c = 0; c < kCycles; ++c) {
+    const size_t seen[2] = {job.t(0).lane_events.size(), job.t(1).lane_events.size()};
+    const uint32_t asker = c % 2;
+    ASSERT_EQ(wireup_connect(job.w(asker), 1 - asker), WIREUP_OK) << wireup_last_error(job.w(asker));
+    if (c % 3 == 0) {
+      ASSERT_EQ(wireup_connect(job.w(1 - asker), asker), WIREUP_OK);  // crossing
+    }
+    Status s = job.run(60s, false, [&] { return lanes_are(WIREUP_LANE_READY); });
+    ASSERT_TRUE(s) << "cycle " << c << ": " << s.message();
+    for (uint32_t r = 0; r < 2; ++r) {
+      EXPECT_EQ(wireup_result_count(job.w(r)), kLanes) << "rank " << r << " cycle " << c << ": one result per lane";
+      size_t ready = 0;
+      for (size_t k = seen[r]; k < job.t(r).lane_events.size(); ++k) {
+        const wireup_lane_event_t& e = job.t(r).lane_events[k];
+        if (e.type != WIREUP_LANE_EVENT_READY) continue;
+        ++ready;
+        auto [it, first] = index_of_lane[r].emplace(e.lane, e.index);
+        EXPECT_EQ(it->second, e.index) << "rank " << r << " lane " << e.lane << " cycle " << c << ": its index moved";
+        wireup_result_t res;
+        WIREUP_STRUCT_INIT(&res);
+        ASSERT_EQ(wireup_result_get(job.w(r), e.index, &res), WIREUP_OK) << wireup_last_error(job.w(r));
+        EXPECT_EQ(res.peer, 1 - r);
+        EXPECT_EQ(res.lane, e.lane);
+        ASSERT_NE(res.qp, nullptr);
+        EXPECT_EQ(seam_qp(res.qp)->qpn(), res.local_qpn);
+        EXPECT_TRUE(qps[r].insert(seam_qp(res.qp)).second)
+            << "rank " << r << " lane " << e.lane << " cycle " << c << ": the result shows an earlier connection's QP";
+      }
+      EXPECT_EQ(ready, kLanes) << "rank " << r << " cycle " << c << ": a READY per lane";
+    }
+    const uint32_t closer = (c / 2) % 2;
+    ASSERT_EQ(wireup_disconnect(job.w(closer), 1 - closer), WIREUP_OK) << wireup_last_error(job.w(closer));
+    s = job.run(60s, false, [&] { return lanes_are(WIREUP_LANE_IDLE); });
+    ASSERT_TRUE(s) << "cycle " << c << ": " << s.message();
+  }
+  for (uint32_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(qps[r].size(), size_t{kLanes} * kCycles) << "rank " << r;
+    EXPECT_EQ(wireup_error_count(job.w(r)), 0u) << "rank " << r;
+    wireup_counters_t cn;
+    WIREUP_STRUCT_INIT(&cn);
+    ASSERT_EQ(wireup_counters_get(job.w(r), &cn), WIREUP_OK);
+    EXPECT_EQ(cn.established_active + cn.established_passive, uint64_t{kLanes} * kCycles) << "rank " << r;
+    EXPECT_EQ(cn.lanes_closed, uint64_t{kLanes} * kCycles) << "rank " << r;
+  }
+
+  // Rank 2 has no process: each ask of its lanes fails, and each lane's error keeps its index.
+  std::map<uint32_t, size_t> error_of_lane;
+  for (uint32_t k = 0; k < 3; ++k) {
+    const size_t seen = job.t(0).lane_events.size();
+    ASSERT_EQ(wireup_connect(job.w(0), 2), WIREUP_OK) << wireup_last_error(job.w(0));
+    Status s = job.run(60s, false, [&] {
+      for (uint32_t l = 0; l < kLanes; ++l)
+        if (wireup_lane_state(job.w(0), 2, l) != WIREUP_LANE_FAILED) return false;
+      return true;
+    });
+    ASSERT_TRUE(s) << "ask " << k << ": " << s.message();
+    EXPECT_EQ(wireup_error_count(job.w(0)), kLanes) << "ask " << k << ": one error per lane";
+    EXPECT_EQ(wireup_result_count(job.w(0)), kLanes) << "ask " << k;
+    size_t failed = 0;
+    for (size_t i = seen; i < job.t(0).lane_events.size(); ++i) {
+      const wireup_lane_event_t& e = job.t(0).lane_events[i];
+      if (e.type != WIREUP_LANE_EVENT_FAILED) continue;
+      ++failed;
+      auto [it, first] = error_of_lane.emplace(e.lane, e.index);
+      EXPECT_EQ(it->second, e.index) << "lane " << e.lane << " ask " << k << ": its error index moved";
+      wireup_peer_error_t pe;
+      WIREUP_STRUCT_INIT(&pe);
+      ASSERT_EQ(wireup_error_get(job.w(0), e.index, &pe), WIREUP_OK) << wireup_last_error(job.w(0));
+      EXPECT_EQ(pe.peer, 2u);
+      EXPECT_EQ(pe.lane, e.lane);
+      EXPECT_NE(pe.message, nullptr);
+    }
+    EXPECT_EQ(failed, kLanes) << "ask " << k;
+  }
+  wireup_counters_t c0;
+  WIREUP_STRUCT_INIT(&c0);
+  ASSERT_EQ(wireup_counters_get(job.w(0), &c0), WIREUP_OK);
+  EXPECT_EQ(c0.failed, 3u * kLanes) << "every lane given up is counted";
+  job.teardown();
+  for (uint32_t r = 0; r < 2; ++r) expect_clean(job.t(r), r == 0 ? "rank 0" : "rank 1");
 }
 
 TEST(CapiSim, AContextOverAProviderNeedsItsListenAddress) {

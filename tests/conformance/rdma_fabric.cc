@@ -1,27 +1,10 @@
 // The conformance fabric on the live rdma provider: one provider is both nodes (the VM has
-// one rxe device), the address is the device's netdev address (WIREUP_VM_ADDR in the VM).
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
-
-#include <cstdlib>
-
+// one rxe device), the address is the device's netdev address (tests/support/rdma_under_test.h).
 #include "tests/conformance/harness.h"
+#include "tests/support/rdma_under_test.h"
 
 namespace wireup::conf {
 namespace {
-
-// The first IPv4 address of `netdev`, 0 if none.
-uint32_t ipv4_of(const std::string& netdev) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return 0;
-  uint32_t found = 0;
-  for (ifaddrs* i = list; i != nullptr && found == 0; i = i->ifa_next)
-    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && netdev == i->ifa_name)
-      found = ntohl(reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
-  freeifaddrs(list);
-  return found;
-}
 
 class RdmaFabric final : public TestFabric {
  public:
@@ -41,26 +24,9 @@ class RdmaFabric final : public TestFabric {
 }  // namespace
 
 Result<std::unique_ptr<TestFabric>> make_fabric() {
-  auto p = prov::create_rdma_provider();
-  if (!p) return p.error();
-  prov::SockAddr addr;
-  if (const char* env = std::getenv("WIREUP_VM_ADDR")) {
-    auto a = prov::SockAddr::parse(env);
-    if (!a) return a.error();
-    addr = *a;
-  } else {
-    auto devs = (*p)->devices();
-    if (!devs) return devs.error();
-    for (prov::Device* d : *devs)
-      if (uint32_t ip = ipv4_of(d->info().netdev); ip != 0) {
-        addr = prov::SockAddr::ipv4(ip, 0);
-        break;
-      }
-    if (addr.empty())
-      return Error::make(ErrorCode::no_device, "make_fabric",
-                         "no RDMA device with an IPv4 address on its netdev; set WIREUP_VM_ADDR");
-  }
-  return std::unique_ptr<TestFabric>(new RdmaFabric(std::move(p).value(), addr));
+  auto t = testing::rdma_under_test("make_fabric");
+  if (!t) return t.error();
+  return std::unique_ptr<TestFabric>(new RdmaFabric(std::move(t->provider), t->address));
 }
 
 }  // namespace wireup::conf

@@ -288,6 +288,63 @@ TEST(OnDemand, OnePeerIsDisconnectedAndReconnectedFromEitherSide) {
   EXPECT_EQ(c.live_total(), static_cast<int64_t>(2 * 2 * kLanes));
 }
 
+// A lane connected, closed and connected again holds one result slot: results() does not grow
+// with the cycles, every READY of a lane names the same index, and that index shows the new
+// connection (its QP held by the engine, QPNs crossed with the peer's). Counters count every
+// connection.
+TEST(OnDemand, AReconnectedLaneKeepsItsResultSlot) {
+  constexpr uint32_t kRanks = 2, kLanes = 2, kCycles = 10;
+  WIREUP_REQUIRE_ENGINE_FABRIC(f, kRanks);
+  Counts c(kRanks);
+  auto job = od_job(f, kRanks, kLanes, c);
+  ASSERT_TRUE(job) << job.error().message();
+  Engine* e[2] = {job->ranks[0].engine.get(), job->ranks[1].engine.get()};
+  std::vector<LaneEvent> ready[2];
+  for (uint32_t r = 0; r < 2; ++r)
+    e[r]->on_lane_event([&ready, r](const LaneEvent& ev) {
+      if (ev.kind == LaneEvent::Kind::ready) ready[r].push_back(ev);
+    });
+  auto lanes_are = [&](LaneState want) {
+    for (uint32_t l = 0; l < kLanes; ++l)
+      if (e[0]->lane_state(1, l) != want || e[1]->lane_state(0, l) != want) return false;
+    return true;
+  };
+  std::map<uint32_t, uint32_t> slot[2];  // lane -> the index its READYs name
+  for (uint32_t cy = 0; cy < kCycles; ++cy) {
+    ready[0].clear();
+    ready[1].clear();
+    ASSERT_TRUE(e[cy % 2]->connect(1 - cy % 2));
+    ASSERT_TRUE(run_until(f, *job, [&] { return lanes_are(LaneState::ready); }, 30s)) << "cycle " << cy;
+    for (uint32_t r = 0; r < 2; ++r) {
+      EXPECT_EQ(e[r]->results().size(), kLanes) << "rank " << r << " cycle " << cy << ": one result per lane";
+      ASSERT_EQ(ready[r].size(), kLanes) << "rank " << r << " cycle " << cy;
+      for (const LaneEvent& ev : ready[r]) {
+        auto [it, first] = slot[r].emplace(ev.lane, ev.index);
+        EXPECT_EQ(it->second, ev.index) << "rank " << r << " lane " << ev.lane << " cycle " << cy << ": its slot moved";
+        const ConnResult& mine = e[r]->results().at(ev.index);
+        const ConnResult& theirs = e[1 - r]->results().at(slot[1 - r].count(ev.lane) ? slot[1 - r][ev.lane] : 0);
+        EXPECT_FALSE(mine.withdrawn);
+        EXPECT_EQ(mine.lane, ev.lane);
+        ASSERT_NE(e[r]->qp(ev.index), nullptr) << "rank " << r << " lane " << ev.lane << " cycle " << cy;
+        EXPECT_EQ(e[r]->qp(ev.index)->qpn(), mine.local_qpn) << "the slot shows the new connection";
+        if (slot[1 - r].count(ev.lane) != 0) {
+          EXPECT_EQ(mine.remote_qpn, theirs.local_qpn) << "rank " << r << " lane " << ev.lane << " cycle " << cy;
+        }
+      }
+    }
+    const uint32_t closer = (cy / 2) % 2;
+    ASSERT_TRUE(e[closer]->disconnect(1 - closer));
+    ASSERT_TRUE(run_until(f, *job, [&] { return lanes_are(LaneState::idle); }, 30s)) << "cycle " << cy;
+  }
+  for (uint32_t r = 0; r < 2; ++r) {
+    const Stats& st = e[r]->stats();
+    EXPECT_EQ(st[Counter::established_active] + st[Counter::established_passive], uint64_t{kLanes} * kCycles);
+    EXPECT_EQ(st[Counter::lanes_closed], uint64_t{kLanes} * kCycles);
+    EXPECT_TRUE(e[r]->errors().empty()) << e[r]->errors().front().describe();
+  }
+  EXPECT_EQ(c.live_total(), 0) << "every closed lane's QP went back";
+}
+
 TEST(OnDemand, APeerThatRestartedConnectsAgain) {
   constexpr uint32_t kRanks = 2;
   WIREUP_REQUIRE_ENGINE_FABRIC(f, kRanks);

@@ -1,7 +1,6 @@
 // Engine tests on the live rdma provider: one device, one address, one listener per rank.
-#include <cstdlib>
-
 #include "tests/engine/engine_harness.h"
+#include "tests/support/rdma_under_test.h"
 
 namespace wireup::etest {
 namespace {
@@ -22,16 +21,9 @@ class RdmaEngineFabric final : public EngineFabric {
 }  // namespace
 
 Result<std::unique_ptr<EngineFabric>> make_engine_fabric(uint32_t) {
-  const char* env = std::getenv("WIREUP_VM_ADDR");
-  if (env == nullptr)
-    return Error::make(ErrorCode::no_device, "make_engine_fabric",
-                       "WIREUP_VM_ADDR is not set (the soft-RoCE VM sets it; elsewhere export the "
-                       "IPv4 address of an RDMA netdev)");
-  auto a = prov::SockAddr::parse(env);
-  if (!a) return a.error();
-  auto p = prov::create_rdma_provider();
-  if (!p) return p.error();
-  return std::unique_ptr<EngineFabric>(new RdmaEngineFabric(std::move(p).value(), *a));
+  auto t = testing::rdma_under_test("make_engine_fabric");
+  if (!t) return t.error();
+  return std::unique_ptr<EngineFabric>(new RdmaEngineFabric(std::move(t->provider), t->address));
 }
 
 }  // namespace wireup::etest

@@ -1,11 +1,10 @@
 // The sweep's fabric on the live rdma provider (inside the soft-RoCE VM): one provider per
-// run, wrapped; every node is that one device at WIREUP_VM_ADDR. What the kernel still holds
+// run, wrapped; every node is that one device (tests/support/rdma_under_test.h). What the kernel still holds
 // is counted by the churn tests (tools/wireup_churn) with `rdma resource`; in-process here,
 // only LSan can tell.
-#include <cstdlib>
-
 #include "fault/provider.h"
 #include "tests/fault/sweep.h"
+#include "tests/support/rdma_under_test.h"
 
 namespace wireup::fsweep {
 namespace {
@@ -33,16 +32,9 @@ class RdmaSweepFabric final : public SweepFabric, conf::TestFabric, etest::Engin
 }  // namespace
 
 Result<std::unique_ptr<SweepFabric>> make_sweep_fabric(std::shared_ptr<fault::Plan> plan, uint32_t) {
-  const char* env = std::getenv("WIREUP_VM_ADDR");
-  if (env == nullptr)
-    return Error::make(ErrorCode::no_device, "make_sweep_fabric",
-                       "WIREUP_VM_ADDR is not set (the soft-RoCE VM sets it; elsewhere export the "
-                       "IPv4 address of an RDMA netdev)");
-  auto a = prov::SockAddr::parse(env);
-  if (!a) return a.error();
-  auto p = prov::create_rdma_provider();
-  if (!p) return p.error();
-  return std::unique_ptr<SweepFabric>(new RdmaSweepFabric(fault::wrap(std::move(p).value(), std::move(plan)), *a));
+  auto t = testing::rdma_under_test("make_sweep_fabric");
+  if (!t) return t.error();
+  return std::unique_ptr<SweepFabric>(new RdmaSweepFabric(fault::wrap(std::move(t->provider), std::move(plan)), t->address));
 }
 
 }  // namespace wireup::fsweep

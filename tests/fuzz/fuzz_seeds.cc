@@ -1,6 +1,6 @@
 // Writes the seed corpora and the config dictionary for the fuzz targets from the real
 // encoders and the parameter table, so the seeds follow the formats as they change:
-//   fuzz_seeds OUT_DIR  ->  OUT_DIR/{private_data,address,config}/*, OUT_DIR/config.dict
+//   fuzz_seeds OUT_DIR  ->  OUT_DIR/{private_data,address,liveness,config}/*, OUT_DIR/config.dict
 // The shipped tuning files (config/*.toml, config/examples, tests/data/config) are passed to
 // the config fuzzer as a second seed directory by scripts/fuzz.sh.
 #include <cstdint>
@@ -16,6 +16,8 @@
 #include "config/params.h"
 #include "provider/types.h"
 #include "wireup/address.h"
+#include "wireup/liveness_wire.h"
+#include "wireup/mac.h"
 #include "wireup/rail_address.h"
 #include "fuzz_check.h"
 #include "wireup/wire.h"
@@ -114,6 +116,39 @@ int address_seeds(const fs::path& out) {
   return d.count();
 }
 
+// The liveness service's datagrams (liveness_wire.h), sealed with the key fuzz_liveness opens
+// with; the first byte of a seed is also what fuzz_liveness takes the rank count from ('W' + 1).
+int liveness_seeds(const fs::path& out) {
+  namespace lv = wireup::liveness;
+  SeedDir d(out / "liveness");
+  const wireup::MacKey key = *wireup::MacKey::derive(kFuzzJobKey);
+  lv::Msg hb;
+  hb.kind = lv::Kind::heartbeat;
+  hb.from = 3;
+  d.add("heartbeat", lv::seal(hb, key));
+  hb.ndigest = lv::Msg::kMaxDigest;
+  for (size_t i = 0; i < hb.ndigest; ++i) hb.digest[i] = uint32_t(10 + i);
+  d.add("heartbeat_digest8", lv::seal(hb, key));
+  lv::Msg suspect;
+  suspect.kind = lv::Kind::suspect;
+  suspect.from = 1;
+  suspect.subject = 2;
+  d.add("suspect", lv::seal(suspect, key));
+  lv::Msg dead;
+  dead.kind = lv::Kind::dead;
+  dead.from = 5;
+  dead.subject = 7;
+  dead.root = 4;
+  dead.mirror = 1;
+  d.add("dead_mirror", lv::seal(dead, key));
+  dead.subject = 200;  // beyond the rank count the seed's first byte gives
+  d.add("dead_rank_out_of_range", lv::seal(dead, key));
+  Bytes wrong_tag = lv::seal(suspect, key);
+  wrong_tag.back() ^= 1;
+  d.add("suspect_wrong_tag", wrong_tag);
+  return d.count();
+}
+
 // A value as the environment would spell it, from the TOML literal of the default.
 std::string env_spelling(std::string_view toml) {
   std::string s(toml);
@@ -179,7 +214,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path out = argv[1];
-  const int n1 = private_data_seeds(out), n2 = address_seeds(out), n3 = config_seeds(out);
-  std::printf("fuzz_seeds: %s: private_data %d, address %d, config %d seeds, config.dict\n", argv[1], n1, n2, n3);
+  const int n1 = private_data_seeds(out), n2 = address_seeds(out), n3 = liveness_seeds(out), n4 = config_seeds(out);
+  std::printf("fuzz_seeds: %s: private_data %d, address %d, liveness %d, config %d seeds, config.dict\n", argv[1], n1, n2,
+              n3, n4);
   return 0;
 }

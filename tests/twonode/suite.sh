@@ -356,17 +356,41 @@ pin() { echo "ip neigh replace 10.0.1.$1 lladdr 52:54:00:10:01:0$1 dev eth0 nud 
 CUT="tc qdisc replace dev eth0 root netem loss 100%"
 LOSSY="tc qdisc replace dev eth0 root netem loss 5% delay 2ms"
 case_kill9() { pd_case kill9 disconnected $((1000 + GO)) 3 "kill -9 \$(cat $D/kill9.$$.pid.3)" true; }
-# The link down on both nodes (netem 100% loss, as the partition case) for 1 s / 6 s. A silence
-# under the deadline less 1.5 periods (2,250 ms) makes no death; the cut as node 1 hears it is
-# longer than its `sleep` by node 2's go latency (~0.6 s) and the guests' tc start-up, and with
-# 1.5 s node 1 heard nothing for more than that (2026-12-04: node 2 declared silent).
+# The link cut for 0.5 s / 6 s, on node 1 alone and both ways (netem drops what leaves, a
+# matchall drop on ingress what arrives), so that the cut's length is one guest's `sleep` plus
+# its own tc calls: cut on both nodes, node 2's half began with the go's trip over the share
+# (~0.6 s, seconds on a loaded host), and a 1 s cut became a silence beyond the 2,250 ms
+# threshold (2026-12-04, with the host loaded: every run declared node 2 silent). Each node pins
+# its neighbour entry first. The cut's real length, as node 1 timed it, is printed and kept in
+# $D/NAME.cut_ms.
+# One tc process each way in and out (tc -batch): a process start in a guest on a loaded host
+# took hundreds of ms (three tc calls put the cut in place 1.3-1.5 s after the go, 2026-12-04).
+CUT_BOTH="printf 'qdisc replace dev eth0 root netem loss 100%%\\nqdisc replace dev eth0 ingress\\nfilter replace dev eth0 parent ffff: matchall action drop\\n' | tc -batch -"
+CLEAR_BOTH="printf 'qdisc del dev eth0 ingress\\nqdisc del dev eth0 root\\n' | tc -force -batch - 2>/dev/null; true"
+cut_for() {  # cut_for NAME SECONDS: node 1's half of pd_case's actions
+  echo "(g=\$(date +%s%N); $(pin 2); $CUT_BOTH; a=\$(date +%s%N); sleep $2; $CLEAR_BOTH;" \
+       "echo \$(((a - g) / 1000000)) \$(((\$(date +%s%N) - a) / 1000000)) >$D/$1.cut_ms) &"
+}
+cut_length() {  # cut_length NAME: what node 1 measured, said in one line
+  local m; m=($(cat "$D/$1.cut_ms" 2>/dev/null || echo "? ?"))
+  echo "[twonode] $1: the link was cut both ways on node 1, in place ${m[0]} ms after the go, for ${m[1]} ms"
+}
+# The short cut is 0.5 s: a silence counts from the last heartbeat heard (up to a period, 500
+# ms, before the cut) and ends with node 2's first heartbeat after it, so a 1 s cut that took
+# 1.65 s with its tc calls on a loaded host was heard as more than the 2,250 ms threshold.
 case_partition_short() {
-  pd_case partition_short none 0 4 "$(pin 1); $CUT; sleep 1; $NETEM_CLEAR" "($(pin 2); $CUT; sleep 1; $NETEM_CLEAR) &" "${LIVE[@]}"
+  pd_case partition_short none 0 4 "$(pin 1)" "$(cut_for partition_short 0.5)" "${LIVE[@]}"
+  local rc=$?
+  cut_length partition_short
+  return $rc
 }
 case_partition_long() {
-  # The cut starts on node 1 at once but through tc in a guest, slow on a loaded host: a fresh
-  # clone's CI run (2026-12-04) saw 3,504-3,680 ms from the go, so 1.5 s are allowed on top.
-  pd_case partition_long silent $((3000 + GO + 500)) 7 "$(pin 1); $CUT; sleep 6; $NETEM_CLEAR" "($(pin 2); $CUT; sleep 6; $NETEM_CLEAR) &" "${LIVE[@]}"
+  # Silent within the deadline from the go, plus up to 1 s for node 1's tc calls before the
+  # cut is in place (printed: "in place after").
+  pd_case partition_long silent $((3000 + 1000)) 7 "$(pin 1)" "$(cut_for partition_long 6)" "${LIVE[@]}"
+  local rc=$?
+  cut_length partition_long
+  return $rc
 }
 case_lossy() {
   pd_case lossy none 0 "${LOSSY_S:-60}" "$LOSSY" "$LOSSY" "${LIVE[@]}"

@@ -6,8 +6,10 @@
 #include <set>
 
 #include "wireup/admission.h"
+#include "wireup/fifo.h"
 #include "wireup/pair_table.h"
 #include "wireup/peer_table.h"
+#include "wireup/records.h"
 #include "wireup/repair.h"
 #include "wireup/request_gate.h"
 #include "wireup/retry_policy.h"
@@ -603,6 +605,61 @@ TEST(Stats, SamplesComeFromTheResults) {
   EXPECT_EQ(s.samples(Phase::total), (std::vector<int64_t>{150, 100}));
   EXPECT_TRUE(s.samples(Phase::attempt).empty());  // not a sampled phase
   EXPECT_EQ(s.summary(Phase::total).n, 2u);
+}
+
+// One result slot and one error slot per pair: a pair's later connections (and errors) are
+// written over its slot, so the tables hold one of each per pair ever used, and a slot's index
+// never moves. A withdrawn record stops counting as withdrawn once its pair connects again.
+TEST(Records, OneResultAndOneErrorSlotPerPair) {
+  Records rec;
+  auto conn = [](uint32_t peer, uint32_t qpn) {
+    ConnResult r;
+    r.peer = peer;
+    r.local_qpn = qpn;
+    return r;
+  };
+  EXPECT_EQ(rec.result_slot(7), Records::kNoSlot);
+  EXPECT_EQ(rec.put_result(7, conn(1, 0x10)), 0u);
+  EXPECT_EQ(rec.put_result(3, conn(2, 0x11)), 1u);
+  for (uint32_t qpn = 0x20; qpn < 0x20 + 1000; ++qpn) {
+    EXPECT_EQ(rec.put_result(7, conn(1, qpn)), 0u) << "pair 7's slot moved";
+    if (qpn % 2 == 0) rec.withdraw(0);
+  }
+  ASSERT_EQ(rec.results().size(), 2u) << "one slot per pair, whatever the connections";
+  EXPECT_EQ(rec.results()[0].local_qpn, 0x20u + 999) << "the slot holds the pair's latest connection";
+  EXPECT_EQ(rec.results()[1].local_qpn, 0x11u);
+  EXPECT_EQ(rec.result_slot(7), 0u);
+  EXPECT_EQ(rec.result_slot(3), 1u);
+  EXPECT_EQ(rec.withdrawn(), 0u) << "the withdrawn record was written over by the next connection";
+  rec.withdraw(0);
+  rec.withdraw(0);
+  EXPECT_EQ(rec.withdrawn(), 1u);
+  EXPECT_TRUE(rec.results()[0].withdrawn);
+
+  PeerError e;
+  e.peer = 1;
+  for (uint32_t a = 1; a <= 100; ++a) {
+    e.attempts = a;
+    EXPECT_EQ(rec.put_error(7, e), 0u) << "pair 7's error slot moved";
+  }
+  e.peer = 2;
+  EXPECT_EQ(rec.put_error(3, e), 1u);
+  ASSERT_EQ(rec.errors().size(), 2u);
+  EXPECT_EQ(rec.errors()[0].attempts, 100u) << "the slot holds why the pair was given up last";
+  EXPECT_EQ(rec.errors()[1].peer, 2u);
+}
+
+TEST(Fifo, RemoveIfKeepsTheOthersInOrder) {
+  Fifo<int> q;
+  for (int i = 0; i < 10; ++i) q.push_back(i);
+  q.pop_front();
+  q.pop_front();  // 2..9 wait
+  q.remove_if([](int x) { return x % 3 == 0; });
+  EXPECT_EQ(std::vector<int>(q.begin(), q.end()), (std::vector<int>{2, 4, 5, 7, 8}));
+  EXPECT_EQ(q.front(), 2);
+  q.push_back(10);
+  q.remove_if([](int) { return true; });
+  EXPECT_TRUE(q.empty());
 }
 
 TEST(Stats, CountersByEnumNamesOnlyInJson) {

@@ -9,6 +9,14 @@
 // --signal STOP (with --set liveness.enable=true): the rank is stopped instead, as a node that
 // loses power is: no DREQ, no heartbeat; the survivors must each get one PEER_DOWN with cause
 // silent within T ms (the liveness deadline). The stopped rank is killed afterwards.
+// --linger-ms M (default 2000): how long past T the survivors keep progressing before they
+// report (a second event would be a duplicate).
+//
+// With the liveness service on, each survivor also reports its counters (wireup_counters_t's
+// liveness_*, and whether wireup_stats_json has its "liveness" part): datagrams went both ways,
+// none was dropped as bad, and every survivor knows the rank is dead. After SIGKILL the death
+// comes from the DREQs and is handed to the service, so nobody suspects or declares it (run with
+// a linger past the liveness deadline, that fails if the DREQs' death is not passed on).
 //
 // The ranks are processes forked before any verbs call (each opens its own device context);
 // the parent only launches, exchanges addresses over one SOCK_SEQPACKET socketpair per rank,
@@ -64,6 +72,11 @@ struct Seen {  // one peer-down as a survivor saw it, sent to the parent
   int64_t at_ns;
 };
 
+struct Live {  // a survivor's liveness counters, sent before its Seen list
+  uint64_t sent, received, bad, suspicions, declared, learnt;
+  uint32_t json_has_liveness;
+};
+
 int rank_main(int fd, uint32_t rank, uint32_t ranks, uint32_t lanes, const wireup::ContextParams& cp) {
   try {
     wireup::Context ctx(cp);
@@ -110,7 +123,13 @@ int rank_main(int fd, uint32_t rank, uint32_t ranks, uint32_t lanes, const wireu
       }
     }
     w.progress();
-    send_msg(fd, 'S', seen.data(), seen.size() * sizeof(Seen));
+    const wireup_counters_t c = w.counters();
+    const Live live{c.liveness_sent, c.liveness_received, c.liveness_bad, c.liveness_suspicions, c.liveness_declared,
+                    c.liveness_learnt, w.stats_json().find("\"liveness\":{") != std::string::npos ? 1u : 0u};
+    std::vector<char> report(sizeof live + seen.size() * sizeof(Seen));
+    std::memcpy(report.data(), &live, sizeof live);
+    if (!seen.empty()) std::memcpy(report.data() + sizeof live, seen.data(), seen.size() * sizeof(Seen));
+    send_msg(fd, 'S', report.data(), report.size());
     // Stay until every survivor has reported: a rank that left now would be the others' next
     // peer down.
     recv_msg(fd, m, 30000);
@@ -125,7 +144,8 @@ int rank_main(int fd, uint32_t rank, uint32_t ranks, uint32_t lanes, const wireu
 int main(int argc, char** argv) {
   uint32_t ranks = 4, lanes = 2;
   int sig = SIGKILL;
-  double within_ms = 1000;
+  double within_ms = 1000, linger_ms = 2000;
+  bool live = false;
   wireup::ContextParams cp;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -133,8 +153,9 @@ int main(int argc, char** argv) {
     else if (k == "--lanes") lanes = static_cast<uint32_t>(std::stoul(v));
     else if (k == "--signal" && (v == "KILL" || v == "STOP")) sig = v == "KILL" ? SIGKILL : SIGSTOP;
     else if (k == "--within-ms") within_ms = std::stod(v);
+    else if (k == "--linger-ms") linger_ms = std::stod(v);
     else if (k == "--config") cp.config_file = v;
-    else if (k == "--set") cp.overrides.push_back(v);
+    else if (k == "--set") cp.overrides.push_back(v), live = live || v == "liveness.enable=true";
     else return std::fprintf(stderr, "peer_down_kill: unknown option %s\n", k.c_str()), 64;
   }
   if (ranks < 3) return std::fprintf(stderr, "peer_down_kill: --ranks must be at least 3\n"), 64;
@@ -186,15 +207,29 @@ int main(int argc, char** argv) {
       pids[victim] = 0;
     }
     // Anything after the first event would be a duplicate.
-    ::usleep(static_cast<useconds_t>((within_ms + 2000) * 1000));
+    ::usleep(static_cast<useconds_t>((within_ms + linger_ms) * 1000));
+    uint64_t declared = 0, suspicions = 0;
     for (uint32_t r = 0; r < victim; ++r) {
       send_msg(fds[r], 'Q', nullptr, 0);
-      if (recv_msg(fds[r], m, 10000) != 'S' || m.size() % sizeof(Seen) != 0) {
+      if (recv_msg(fds[r], m, 10000) != 'S' || m.size() < sizeof(Live) || (m.size() - sizeof(Live)) % sizeof(Seen) != 0) {
         fail("no report from rank " + std::to_string(r));
         continue;
       }
-      std::vector<Seen> seen(m.size() / sizeof(Seen));
-      std::memcpy(seen.data(), m.data(), m.size());
+      Live lv;
+      std::memcpy(&lv, m.data(), sizeof lv);
+      std::vector<Seen> seen((m.size() - sizeof lv) / sizeof(Seen));
+      if (!seen.empty()) std::memcpy(seen.data(), m.data() + sizeof lv, seen.size() * sizeof(Seen));
+      if (live) {
+        std::printf("[vm] rank %u: liveness sent %llu, received %llu, bad %llu, suspicions %llu, declared %llu, learnt %llu\n", r,
+                    (unsigned long long)lv.sent, (unsigned long long)lv.received, (unsigned long long)lv.bad,
+                    (unsigned long long)lv.suspicions, (unsigned long long)lv.declared, (unsigned long long)lv.learnt);
+        if (lv.sent == 0 || lv.received == 0) fail("rank " + std::to_string(r) + ": no liveness datagrams counted");
+        if (lv.bad != 0) fail("rank " + std::to_string(r) + ": " + std::to_string(lv.bad) + " liveness datagrams counted bad");
+        if (lv.learnt != 1) fail("rank " + std::to_string(r) + ": the liveness service knows " + std::to_string(lv.learnt) + " deaths, not 1");
+        if (!lv.json_has_liveness) fail("rank " + std::to_string(r) + ": wireup_stats_json has no \"liveness\" part");
+        declared += lv.declared;
+        suspicions += lv.suspicions;
+      }
       if (seen.size() != 1) {
         std::string which;
         for (const Seen& s : seen) which += " " + std::to_string(s.peer);
@@ -212,6 +247,10 @@ int main(int argc, char** argv) {
         fail("rank " + std::to_string(r) + ": wrong peer, lanes or cause");
       if (ms > within_ms) fail("rank " + std::to_string(r) + " learnt of it after " + std::to_string(ms) + " ms");
     }
+    if (live && sig == SIGSTOP && declared == 0) fail("the stopped rank was declared by no survivor's liveness service");
+    if (live && sig == SIGKILL && (declared != 0 || suspicions != 0))
+      fail("the killed rank's DREQs were not passed to the liveness service: " + std::to_string(suspicions) +
+           " suspicions, " + std::to_string(declared) + " declarations");
   }
   if (sig == SIGSTOP) {
     ::kill(pids[victim], SIGKILL);
