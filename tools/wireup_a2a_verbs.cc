@@ -232,6 +232,11 @@ RankReport make_report(uint32_t rank, RdmaRank& rr, double wireup_s, const std::
       ++r.active_to_live;
     }
   }
+  // Several rails: every device that carried a lane, in rail order ("rxe0,rxe1").
+  if (r.lanes_by_rail.size() > 1) {
+    r.device.clear();
+    for (const auto& e : r.lanes_by_rail) r.device += (r.device.empty() ? "" : ",") + e.first.substr(e.first.find(':') + 1);
+  }
   r.planned = results.size() + errors.size();
   const wireup_counters_t n = w.counters();
   r.connects_started = n.connects_started;

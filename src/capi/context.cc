@@ -125,6 +125,7 @@ Status build(const wireup_context_params_t& p, wireup_context& ctx) {
       if (!l) return Error(l.error()).with_peer("rail " + std::to_string(i));
       r.listen_ip = l->ip;
       r.prefix_len = l->prefix_len;
+      r.netdev = l->netdev;
       r.listen_source = l->why;
     }
     WIREUP_LOG(info, "listen address%s: %s", chosen.size() == 1 ? "" : (" of rail " + std::to_string(i)).c_str(),
@@ -146,7 +147,7 @@ Status build_over(const wireup_context_params_t& p, capi::ProviderSeat seat, wir
   ctx.device = &seat.device;
   ctx.qps = std::move(seat.qps);
   WIREUP_TRY(set_listen_ip(p.listen_ip, ctx));
-  ctx.rails.push_back(wireup_context::Rail{&seat.device, ctx.listen_ip, 0, {}, ctx.listen_source});
+  ctx.rails.push_back(wireup_context::Rail{&seat.device, ctx.listen_ip, 0, {}, {}, ctx.listen_source});
   return set_rails(ctx);
 }
 

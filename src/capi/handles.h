@@ -39,6 +39,7 @@ struct wireup_context {
     wireup::prov::Device* device = nullptr;
     std::string listen_ip;
     uint8_t prefix_len = 0;
+    std::string netdev;       // where listen_ip was found; empty when given (listen_ip)
     std::string listen_cidr;  // "10.0.2.1/24" (wireup_context_rail_listen_address)
     std::string listen_source;
   };

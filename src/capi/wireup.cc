@@ -4,6 +4,7 @@
 #include "capi/handles.h"
 #include "capi/layouts.h"
 #include "capi/struct_io.h"
+#include "host/route.h"
 #include "wireup/options.h"
 
 using namespace wireup;
@@ -28,6 +29,16 @@ Result<std::unique_ptr<Engine>> make_engine(wireup_t* w, const wireup_params_t& 
     a->set_port(o.listen_addr.port());
     o.rails.push_back(RailAddress{*a, r.prefix_len});
   }
+  // Step 2 of the pairing rule (no common subnet): the route from the rail's address to the
+  // peer's must leave through the rail's netdev (host/route.h). Unknown (no netdev known, as
+  // with listen_ip; netlink refused): taken, and the lane's own resolution decides.
+  std::vector<std::pair<prov::SockAddr, std::string>> netdevs;
+  for (size_t i = 0; i < o.rails.size(); ++i) netdevs.emplace_back(o.rails[i].addr, w->ctx->rails[i].netdev);
+  o.route_check = [netdevs](const prov::SockAddr& from, const prov::SockAddr& to) {
+    for (const auto& [addr, netdev] : netdevs)
+      if (addr == from) return host::route_out_of(netdev, from, to).value_or(true);
+    return true;
+  };
   if (o.liveness) {
     // Its ring needs every rank's endpoint before the first heartbeat: bulk only.
     if (o.on_demand)

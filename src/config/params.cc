@@ -76,8 +76,9 @@ const Param kParams[] = {
      .help = "How many RDMA devices (rails) a process uses: a number, or \"all\" for every device "
              "as near as the nearest. Ranked like the single device, one port per card before "
              "a card's second port, spread over the node's processes by local rank; "
-             "`wireup_info --rails` prints the set and why. Connections use rail 1 only for "
-             "now: a value other than 1 is refused when a context is created.",
+             "`wireup_info --rails` prints the set and why. Every rail listens; a peer's lanes "
+             "stripe over the rails that share a subnet with its own (listen_ip must be unset "
+             "with several rails). Fewer usable devices than asked: the others, with a warning.",
      .choices = kRails, .store = WIREUP_STORE(device, rails)},
     // [cm]
     {.section = "cm", .key = "port", .type = T::integer, .default_toml = "0",

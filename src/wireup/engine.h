@@ -220,6 +220,10 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void pair_rails(uint32_t peer, std::span<const RailAddress> theirs);
   // The pairs of peers no rail of ours reaches, given up at start() with the pairing's reason.
   void give_up_unpaired();
+  // Rail `rail`'s device went away (`why`): with another rail up, the rail carries nothing
+  // more, every peer is paired again over the others and the open pairs no rail reaches any
+  // more are given up; returns false when no rail is left (the caller loses the device).
+  bool lose_rail(uint32_t rail, const std::string& why);
   void teardown();
   Nanos now() const { return prov_.clock().now(); }
   const EngineOptions& opt() const { return fixed_.opt; }
@@ -250,7 +254,9 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void after_event(Pair& p);
   void establish(Pair& p);
   void settle_failure(Pair& p);
-  void fail_pair(Pair& p, const cm::Failure& f);
+  // `rail`: the local rail the failed attempt ran on, when known (a device's removal then
+  // costs only that rail while another is up, engine_rails.cc).
+  void fail_pair(Pair& p, const cm::Failure& f, std::optional<uint32_t> rail = std::nullopt);
   void give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause = PeerError::Cause::failed);
   // Leaves `connecting` (back to waiting): windows released, the connection retired.
   void abandon_attempt(Pair& p);

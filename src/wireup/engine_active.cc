@@ -203,12 +203,15 @@ void Engine::establish(Pair& p) {
 }
 
 void Engine::settle_failure(Pair& p) {
-  cm::Failure f = failure_of(*p.as<Connecting>()->conn);
+  const cm::Connection& c = *p.as<Connecting>()->conn;
+  cm::Failure f = failure_of(c);
+  std::optional<uint32_t> rail;
+  if (c.id() != nullptr && c.id()->device() != nullptr) rail = rails_.rail_of(c.id()->device());
   abandon_attempt(p);
-  fail_pair(p, f);
+  fail_pair(p, f, rail);
 }
 
-void Engine::fail_pair(Pair& p, const cm::Failure& f) {
+void Engine::fail_pair(Pair& p, const cm::Failure& f, std::optional<uint32_t> rail) {
   // Not a failure: the lane is made by the peer's crossing request instead.
   if (p.role == cm::Role::active && yield_to_crossing(p, f)) return;
   stats_.failure(f.kind);
@@ -218,9 +221,33 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f) {
   // ran, before that id's own DEVICE_REMOVAL (tests/vm/device).
   const bool device_gone = f.kind == cm::FailKind::device_removal ||
                            (f.kind == cm::FailKind::local_error && (f.error.err == ENODEV || f.error.err == ENXIO));
-  if (device_gone) {
+  // Any local failure of an attempt on a rail already lost is that loss: the sim refuses
+  // rdma_resolve_route on an id of a removed device (EINVAL, "id is DEVICE_REMOVAL") after the
+  // device's DEVICE_FATAL took the rail down.
+  const bool on_lost_rail = rail && *rail < rails_.size() && !rails_.local()[*rail].up;
+  if (device_gone || (on_lost_rail && f.kind == cm::FailKind::local_error)) {
+    if (device_gone) ++stats_[Counter::device_removals];
+    // One rail of several: only that rail is gone; this pair goes on over the others (the
+    // active side with its next attempt, on the pair's new route; the passive side waits for
+    // the peer's), within its attempts.
+    if (rail && rails_.several() && lose_rail(*rail, "its device was removed (" + f.describe() + ")")) {
+      if (!p.open()) return;  // its peer is out of reach now: given up by lose_rail
+      // After the peer's ESTABLISHED the peer holds the lane on the lost rail, and loses it by
+      // its own DEVICE_REMOVAL there: a lane established on a lost rail is lost on both ends.
+      if (p.role == cm::Role::passive && f.after_peer_established)
+        return give_up(p, f, PeerError::Cause::device_removed);
+      if (p.role == cm::Role::passive) {
+        pairs_.become(p, Waiting{std::make_unique<cm::Failure>(f)});
+        return;
+      }
+      if (p.attempt < opt().max_attempts) {
+        ++stats_[Counter::retries];
+        (void)retries_.schedule(RetryScheduler::Queue::connect, pairs_.index(p), p.attempt, now());
+        return;
+      }
+      return give_up(p, f, PeerError::Cause::device_removed);
+    }
     // Final, on either side: this id's device is gone, and with it every other pair's.
-    ++stats_[Counter::device_removals];
     give_up(p, f, PeerError::Cause::device_removed);
     return lose_device("the device was removed (DEVICE_REMOVAL on a connecting id)");
   }

@@ -54,6 +54,9 @@ void Engine::on_device_event(const prov::DeviceEvent& ev) {
     case DeviceEventType::device_fatal:
       WIREUP_LOG(error, "rank %u: %s", opt().rank, ev.describe().c_str());
       records_.report(r);
+      if (auto rail = rails_.rail_named(ev.device); rail && rails_.several() &&
+          lose_rail(*rail, "the device reported a fatal error (" + ev.device + ")"))
+        return;
       return lose_device("the device reported a fatal error (" + ev.device + ")");
     case DeviceEventType::port_active:
     case DeviceEventType::port_err:
@@ -102,6 +105,8 @@ void Engine::on_listener_event(prov::CmEvent& ev) {
                  opt().rank, ev.id->local_addr().to_string().c_str(), dev.c_str());
       if (channels_.setup) channels_.setup->listeners_removed.push_back(rail_of_tag(ev.id->route().tag));
       records_.report(SteadyEvent{0, 0, ev.type, ev.status, false, SteadyEvent::Scope::listener});
+      if (rails_.several() && lose_rail(rail_of_tag(ev.id->route().tag), "the device " + dev + " was removed (DEVICE_REMOVAL on its listener)"))
+        return;
       return lose_device("the device " + dev + " was removed (DEVICE_REMOVAL on the listener)");
     }
     case CmEventType::addr_change:
@@ -141,7 +146,12 @@ void Engine::remove_established(Pair& p) {
   // Never handed over: taken back, like a repaired lane (marked withdrawn, its QP pointer
   // would dangle). A QP the transport holds stays its own (in ERR now); the event told it.
   if (e->qp) records_.withdraw(e->result);
+  const prov::Device* dev = e->id->device();
   removed_.push_back(Removed{std::move(e->id), std::move(e->qp)});
+  // One rail of several: only the connections on it are lost (each reported by its own event).
+  if (rails_.several() && dev != nullptr &&
+      lose_rail(rails_.rail_of(dev), "the device was removed (DEVICE_REMOVAL on an established connection)"))
+    return;
   lose_device("the device was removed (DEVICE_REMOVAL on an established connection)");
 }
 

@@ -35,4 +35,24 @@ void Engine::give_up_unpaired() {
   }
 }
 
+bool Engine::lose_rail(uint32_t rail, const std::string& why) {
+  if (life_.device_lost) return false;
+  const bool was_up = rail < rails_.size() && rails_.local()[rail].up;
+  if (!rails_.take_down(rail)) return false;  // the last rail: the device as a whole
+  if (!was_up) return true;                   // said already (every id of the device reports it)
+  WIREUP_LOG(warn, "rank %u: rail %u (%s) lost: %s; its unsettled lanes move to the rails left", opt().rank, rail,
+             rails_.local()[rail].address.addr.to_string().c_str(), why.c_str());
+  // Peers no rail left reaches: their open pairs are given up, naming the rail.
+  for (Pair& p : pairs_) {
+    const PeerPairing* pairing = rails_.pairing(p.peer);
+    if (pairing == nullptr || pairing->basis != PairingBasis::unreachable || !p.open()) continue;
+    cm::Failure f;
+    f.kind = cm::FailKind::device_removal;
+    f.error = Error::make(ErrorCode::device_removed, "rail " + std::to_string(rail) + " lost", why + "; " + pairing->why);
+    f.error.peer = "rank " + std::to_string(p.peer) + " lane " + std::to_string(p.lane);
+    give_up(p, f, PeerError::Cause::device_removed);
+  }
+  return true;
+}
+
 }  // namespace wireup

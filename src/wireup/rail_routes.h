@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -52,13 +53,21 @@ class RailRoutes {
   uint32_t rail_of(const prov::Device* dev) const;
   void set_device(uint32_t rail, const prov::Device* dev);
 
+  // Rail `rail`'s device is gone: it carries nothing from now on, and every peer is paired
+  // again over the rails left. Returns whether a rail is still up (false: nothing is left).
+  bool take_down(uint32_t rail);
+  bool any_up() const;
+  // The local rail whose device is named `name`, if a listener was bound to it.
+  std::optional<uint32_t> rail_named(const std::string& name) const;
+
   void release() { std::unordered_map<uint32_t, Entry>().swap(peers_); }
 
  private:
   struct Entry {
-    std::vector<prov::SockAddr> theirs;
+    std::vector<RailAddress> theirs;
     PeerPairing pairing;
   };
+  PeerPairing pair(std::span<const RailAddress> theirs) const;
   std::vector<LocalRail> mine_;
   std::vector<const prov::Device*> devices_;  // by rail, as the listeners were bound
   RouteCheck check_;

@@ -2,6 +2,7 @@
 // i at 10.(16 d).0.(i + 1) (provider/sim/spec.h), so with a /12 prefix each device is its own
 // subnet, as two NICs on two separate networks are. Sim only: the same engine code as on rxe
 // (tests/vm/rails-check.sh runs it there).
+#include <cstdio>
 #include <map>
 
 #include "tests/engine/sim_engine_fabric.h"
@@ -128,6 +129,62 @@ TEST(RailsSim, APeerNoRailReachesIsGivenUpWithTheReason) {
     EXPECT_EQ(e.results().size(), i == 3 ? 0u : 2u * 2u);
   }
   expect_consistent(*job, 2, {3});
+}
+
+// The second rail's network goes during wireup (its device removed on every node, as when
+// its switch fails): the unsettled lanes move to the first rail, those established on the
+// second are lost (each reported by its own DEVICE_REMOVAL), and no pair is given up.
+void lose_rail_one_at(Nanos after, uint64_t seed, size_t& moved) {
+  SimConfig cfg;
+  cfg.seed = seed;
+  SimEngineFabric f(4, cfg, two_devices());
+  auto job = make_job(f, 4, 4, [&](EngineOptions& o) { o.rails = both_rails(f, o.rank); });
+  ASSERT_TRUE(job) << job.error().message();
+  const Nanos at = f.fabric().clock().now() + after;
+  for (uint32_t n = 0; n < 4; ++n) f.fabric().remove_device(n, 1, at);
+  auto r = drive(f, *job, 600s);
+  ASSERT_TRUE(r) << r.error().message();
+  // The steady channel's DEVICE_REMOVALs of lanes established on rail 1 may come after done().
+  auto on_rail_one = [&] {
+    for (auto& rk : job->ranks)
+      for (const ConnResult& c : rk.engine->results())
+        if (!c.withdrawn && rk.engine->link(c).rail == 1) return true;
+    return false;
+  };
+  (void)run_until(f, *job, [&] { return !on_rail_one(); }, 5s);
+  for (uint32_t i = 0; i < 4; ++i) {
+    const Engine& e = *job->ranks[i].engine;
+    EXPECT_FALSE(e.device_lost()) << "rank " << i << ": one rail of two is not the device";
+    // Only a lane the peer had established on rail 1 (lost there on both ends) is an error.
+    size_t lost_established = 0;
+    for (const PeerError& err : e.errors()) {
+      if (err.cause == PeerError::Cause::device_removed && err.failure.after_peer_established) ++lost_established;
+      else ADD_FAILURE() << "rank " << i << ": " << err.describe();
+    }
+    size_t live = 0, withdrawn = 0;
+    for (const ConnResult& c : e.results()) {
+      if (c.withdrawn) {
+        ++withdrawn;
+        continue;
+      }
+      ++live;
+      EXPECT_EQ(e.link(c).rail, 0u) << "rank " << i << ": a lane on the lost rail still counts as connected";
+    }
+    EXPECT_EQ(live + withdrawn + lost_established, 3u * 4u) << "rank " << i << ": every lane connected once, on a rail";
+    moved += live > 6 ? live - 6 : 0;
+  }
+}
+
+TEST(RailsSim, ARailLostDuringWireupMovesItsUnsettledLanes) {
+  size_t moved = 0;
+  lose_rail_one_at(Nanos{1}, 15, moved);
+  EXPECT_EQ(moved, 4u * 6u) << "removed before anything connected: every lane on rail 0";
+  for (Nanos after : {std::chrono::microseconds(2000), std::chrono::microseconds(5000), std::chrono::microseconds(20000)}) {
+    size_t m = 0;
+    lose_rail_one_at(after, 16, m);
+    std::printf("[rails] rail 1 lost %lld us after start: %zu lanes moved to rail 0 over 4 ranks\n",
+                static_cast<long long>(after.count() / 1000), m);
+  }
 }
 
 }  // namespace

@@ -35,6 +35,10 @@ rxe0_sent=$(($(sent rxe0) - rxe0_before)) rxe1_sent=$(($(sent rxe1) - rxe1_befor
 echo "rails-check: packets sent during the rxe1 cases: rxe0 $rxe0_sent, rxe1 $rxe1_sent"
 ((rxe1_sent > 0 && rxe0_sent == 0)) || fail "the rxe1 cases did not all go over rxe1 (sent: rxe0 $rxe0_sent, rxe1 $rxe1_sent)"
 
+# The route lookup of the pairing rule's step 2 (host/route.h): each dummy reaches its own subnet.
+WIREUP_VM_RAILS=1 ./tests/host_tests --gtest_color=no --gtest_filter='HostRoute.*' ||
+  fail "the route lookup out of one netdev (HostRoute.*)"
+
 # A context asked for two rails takes both: rail 0 is the device, each rail has its address.
 out=$(./tests/capi/capi_tests --gtest_color=no --gtest_filter='CapiHost.SeveralRailsAreTakenNotRefused:CapiHost.OneListenIpForSeveralRailsIsRefused' 2>&1) ||
   fail "device.rails=2 at context creation: $out"
@@ -47,7 +51,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 json=$(mktemp) err=$(mktemp)
 trap 'rm -f "$json" "$err"' EXIT
 mpirun --oversubscribe -np 2 ./tools/wireup_a2a --config "$HERE/../mpi/vm.toml" --set device.rails=2 \
-  --set 'device.include=["rxe0","rxe1"]' --lanes 4 --json --no-progress --hold-s 8 >"$json" 2>"$err" &
+  --set device.include=rxe0,rxe1 --lanes 4 --json --no-progress --hold-s 8 >"$json" 2>"$err" &
 job=$!
 for _ in $(seq 1 240); do [ -s "$json" ] && break; kill -0 $job 2>/dev/null || break; sleep 0.5; done
 sleep 1
@@ -56,7 +60,9 @@ echo "$qps" | grep -E 'comm wireup_a2a' || true
 # One line per QP: "link rxe1/1 lqpn 19 rqpn 20 type RC state RTS ... comm wireup_a2a".
 count() { awk -v dev="$1/" '$1 == "link" && index($2, dev) == 1 && / type RC / && / state RTS / && / comm wireup_a2a/ { n++ } END { print n + 0 }' <<<"$qps"; }
 k0=$(count rxe0) k1=$(count rxe1)
-wait $job || { cat "$err"; fail "wireup_a2a over two rails exited $?"; }
+rc=0
+wait $job || rc=$?
+((rc == 0)) || { cat "$err"; fail "wireup_a2a over two rails exited $rc"; }
 grep -v '^wireup WARN' "$err" | tail -n 20
 by_rail=$(jq -c '.lanes_by_rail' "$json")
 echo "rails-check: results by rail: $by_rail; kernel RC QPs at RTS: rxe0 $k0, rxe1 $k1"
@@ -71,8 +77,8 @@ trap 'ip link set dummy1 up; rm -f "$json" "$err"' EXIT
 for _ in $(seq 1 40); do rdma link show rxe1/1 | grep -q 'state ACTIVE' || break; sleep 0.5; done
 rdma link show rxe1/1
 mpirun --oversubscribe -np 2 ./tools/wireup_a2a --config "$HERE/../mpi/vm.toml" --set device.rails=2 \
-  --set 'device.include=["rxe0","rxe1"]' --lanes 4 --json --no-progress >"$json" 2>"$err" ||
-  { cat "$err"; fail "wireup_a2a with rxe1's netdev down exited $?"; }
+  --set device.include=rxe0,rxe1 --lanes 4 --json --no-progress >"$json" 2>"$err" ||
+  { rc=$?; cat "$err"; fail "wireup_a2a with rxe1's netdev down exited $rc"; }
 ip link set dummy1 up
 grep -m 2 'device.rails = 2' "$err" || true
 grep -q 'device.rails = 2: 1 rail (rxe1: ' "$err" || fail "no warning naming rxe1 when its netdev was down: $(head -c 2000 "$err")"
