@@ -1,8 +1,7 @@
 // What happens after and beside wireup, handed to the transport's callbacks: the steady
 // channel's and the listener's CM events, and the device's asynchronous events.
-#include <chrono>
-
 #include "capi/handles.h"
+#include "common/clock.h"
 
 using namespace wireup;
 using capi::fail;
@@ -54,7 +53,7 @@ void watch_peer_downs(wireup_t* w) {
     // The service declared the silent ones itself; a death seen otherwise (the peer's DREQs,
     // wireup_fail_peer) stops this rank watching and suspecting it.
     if (w->liveness && d.cause != PeerDownCause::silent)
-      w->liveness->learn(d.peer, std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch()));
+      w->liveness->learn(d.peer, SteadyClock::instance().now());
     if (w->event_fn == nullptr) return;
     wireup_event_t ev{};
     ev.struct_size = sizeof ev;

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "capi/handles.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 using namespace wireup;
@@ -34,7 +35,7 @@ wireup_status_t wireup_start(wireup_t* w) {
     if (w->liveness) {
       std::vector<prov::SockAddr> eps = w->liveness_endpoints;
       eps.resize(std::max<size_t>(eps.size(), w->liveness_nranks));
-      const Nanos now = std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+      const Nanos now = SteadyClock::instance().now();
       if (Status s = w->liveness->start(std::move(eps), now); !s)
         return fail(&w->last_error, fn, s.error());
     }
@@ -54,7 +55,7 @@ wireup_status_t wireup_progress(wireup_t* w, int* work_done) {
     if (w->liveness) {
       std::vector<uint32_t> deaths;
       // CLOCK_MONOTONIC, as the handle's timerfd (the liveness service is rdma-only).
-      const Nanos now = std::chrono::duration_cast<Nanos>(std::chrono::steady_clock::now().time_since_epoch());
+      const Nanos now = SteadyClock::instance().now();
       auto lw = w->liveness->progress(now, deaths);
       if (!lw) return fail(&w->last_error, fn, lw.error());
       live_work = *lw;
