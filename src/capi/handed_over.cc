@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "capi/transport_qp.h"
 #include "common/log.h"
 
 namespace wireup::capi {
@@ -38,7 +39,7 @@ bool HandedOver::take(Engine& engine, uint32_t result) {
   // The engine's record (it never takes the connection back now) and the QP's own end of
   // life (no release callback for it).
   engine.hand_over(result);
-  qp->keep();
+  TransportQp::of(*qp).hand_over();
   return true;
 }
 
