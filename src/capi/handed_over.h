@@ -2,9 +2,10 @@
 // the transport's own QP pointer): the table that wireup_result_count / wireup_result_get show.
 //
 // A connection is handed over at the end of the wireup_progress() call that made it (its READY
-// lane event names its result slot in the engine), if it is still a connection then: its QP is
-// marked kept (prov::Qp::keep), which the engine honours (it never takes a kept QP back for an
-// RTU repair: it reports the lane lost instead) and which disarms the release callback for it.
+// lane event names its result slot in the engine), if it is still a connection then: the
+// engine records it (Engine::hand_over: it never takes the connection back for an RTU repair,
+// it reports the lane lost instead) and its QP's release callback is disarmed
+// (TransportQp::hand_over).
 // A connection the engine took back within that same call (withdrawn, or its lane closed) was
 // never the transport's: it is not listed, and its QP was released like any attempt that did
 // not connect.
@@ -40,7 +41,7 @@ class HandedOver {
   // Hands over the connection now in the engine's result slot `result` (a READY lane event
   // named it), unless it is not one any more (withdrawn, or its lane closed, within the same
   // call) or was handed over already. Returns whether it handed it over.
-  bool take(const Engine& engine, uint32_t result);
+  bool take(Engine& engine, uint32_t result);
 
   size_t size() const { return entries_.size(); }
   const Entry& operator[](size_t i) const { return entries_[i]; }
@@ -56,11 +57,11 @@ class HandedOver {
   // How the engine's record of entry `e` stands against it; `qp` is the record's QP in the
   // engine now (Engine::qp).
   enum class Standing : uint8_t {
-    same,             // the connection handed over (held, kept), or for a closed lane the one
+    same,             // the connection handed over (held), or for a closed lane the one
                       // it was (nothing holds its QP in the engine: the transport's)
     connected_again,  // the lane's next connection took the slot and is handed over when the
                       // wireup_progress() under way returns (seen only from its callbacks)
-    lost,             // anything else: a bug (a kept result is never withdrawn)
+    lost,             // anything else: a bug (a result handed over is never withdrawn)
   };
   static Standing standing(const ConnResult& r, const prov::Qp* qp, const Entry& e);
   // "rank P lane L qpn 0x..", for messages.

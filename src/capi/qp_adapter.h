@@ -19,27 +19,22 @@ class RdmaProvider;
 
 namespace wireup::capi {
 
-// The transport's QP as the engine may use it. `qp` is what the calls go to; `holder` keeps
-// alive whatever the adapter had to make for that (rdma: the non-owning RdmaQp), or is null.
-struct QpView {
-  prov::Qp* qp = nullptr;
-  std::unique_ptr<prov::Qp> holder;
-};
-
 class QpAdapter {
  public:
   virtual ~QpAdapter() = default;
   // What wireup_qp_request_t.context (and wireup_context_ibv_context) says for `dev`.
   virtual ibv_context* context_of(prov::Device& dev) const = 0;
   // Checks that the factory's `qp` is usable for a connection on `dev` (an RC QP in RESET on
-  // that device) and gives the engine's view of it; the error names what is wrong.
-  virtual Result<QpView> view(ibv_qp* qp, prov::Device& dev) = 0;
+  // that device) and gives the engine's view of it, which never destroys the QP (the
+  // transport does, after its release callback or once it was handed over); the error names
+  // what is wrong.
+  virtual Result<std::unique_ptr<prov::Qp>> view(ibv_qp* qp, prov::Device& dev) = 0;
   // The seam's copy of an async event the transport read on `dev` (wireup_context_async_event):
   // its QP's number, port, or CQ/SRQ/WQ handle; the error names what is wrong with it.
   virtual Result<prov::DeviceEvent> event_of(const ibv_async_event& e, prov::Device& dev) const = 0;
 };
 
-// libibverbs' own objects: ibv_context of an RdmaDevice, an ibv_qp wrapped as ForeignQp.
+// libibverbs' own objects: ibv_context of an RdmaDevice, an ibv_qp seen as RdmaQp::unowned.
 std::unique_ptr<QpAdapter> rdma_qp_adapter(prov::rdma::RdmaProvider& p);
 
 }  // namespace wireup::capi

@@ -1,5 +1,5 @@
 // The transport's C factory as the engine's QpFactory: its QP, seen through the context's
-// adapter without taking ownership, with the release callback armed until it is kept.
+// adapter without taking ownership, with the release callback armed until it is handed over.
 #include <cstring>
 
 #include "capi/handles.h"
@@ -31,12 +31,12 @@ qp::QpFactory make_factory(wireup_t* w) {
     TransportQp::Release release;
     if (w->release_qp != nullptr)
       release = [w, req, qp] { w->release_qp(w->qp_arg, &req, qp); };
-    auto v = adapter.view(qp, r.device);
-    if (!v) {
+    auto view = adapter.view(qp, r.device);
+    if (!view) {
       if (release) release();  // we will not use it: it is the transport's to destroy
-      return Error(v.error()).with_peer(who(r));
+      return Error(view.error()).with_peer(who(r));
     }
-    return std::unique_ptr<prov::Qp>(std::make_unique<TransportQp>(std::move(v).value(), qp, std::move(release)));
+    return std::unique_ptr<prov::Qp>(std::make_unique<TransportQp>(std::move(view).value(), qp, std::move(release)));
   };
 }
 

@@ -4,8 +4,8 @@ namespace wireup::capi {
 
 TransportQp::~TransportQp() {
   // The view goes first (it only looks at the QP); then the transport may destroy the QP.
-  v_ = QpView{};
-  if (release_ && !kept()) release_();
+  view_.reset();
+  if (release_ && !handed_over_) release_();
 }
 
 }  // namespace wireup::capi

@@ -184,17 +184,6 @@ class Qp {
   virtual bool has_srq() const = 0;
   virtual Device& device() const = 0;
   virtual void* native() const = 0;  // ibv_qp* on rdma
-
-  // Kept by its owner: the transport has been handed this QP as connected and may be using
-  // it (the C API marks every result it hands over). From then on nobody may take its
-  // connection back to repair it (the engine reports a lost lane instead), and a wrapper that
-  // tells the owner when a QP is of no further use must not say so of this one. One way: it
-  // is never un-kept.
-  void keep() { kept_ = true; }
-  bool kept() const { return kept_; }
-
- private:
-  bool kept_ = false;
 };
 
 struct QpInitAttr {

@@ -3,11 +3,33 @@
 #include <infiniband/verbs.h>
 
 #include <cstring>
+#include <memory>
 
 #include "capi/handles.h"
 
 namespace wireup::capi_seam {
 namespace {
+
+// The seam's counterpart of RdmaQp::unowned: the sim's QP, made and owned by the transport
+// (the test), driven by the engine, never destroyed by it.
+class UnownedQp final : public prov::Qp {
+ public:
+  explicit UnownedQp(prov::Qp& q) : q_(q) {}
+  uint32_t qpn() const override { return q_.qpn(); }
+  prov::QpState state() const override { return q_.state(); }
+  Status modify(const prov::QpAttr& a, uint32_t mask) override { return q_.modify(a, mask); }
+  Result<prov::QpAttr> query(uint32_t mask) override { return q_.query(mask); }
+  Result<prov::Ece> query_ece() override { return q_.query_ece(); }
+  Status set_ece(const prov::Ece& e) override { return q_.set_ece(e); }
+  Status post(const prov::SendWr& wr) override { return q_.post(wr); }
+  Status post_recv(uint64_t id, const prov::Sge& s) override { return q_.post_recv(id, s); }
+  bool has_srq() const override { return q_.has_srq(); }
+  prov::Device& device() const override { return q_.device(); }
+  void* native() const override { return q_.native(); }
+
+ private:
+  prov::Qp& q_;
+};
 
 class SeamQpAdapter final : public capi::QpAdapter {
  public:
@@ -46,7 +68,7 @@ class SeamQpAdapter final : public capi::QpAdapter {
     return out;
   }
 
-  Result<capi::QpView> view(ibv_qp* qp, prov::Device& dev) override {
+  Result<std::unique_ptr<prov::Qp>> view(ibv_qp* qp, prov::Device& dev) override {
     prov::Qp* q = seam_qp(qp);
     if (&q->device() != &dev)
       return Error::make(ErrorCode::invalid_argument, "QP factory",
@@ -56,7 +78,7 @@ class SeamQpAdapter final : public capi::QpAdapter {
       return Error::make(ErrorCode::invalid_argument, "QP factory",
                          std::string("the QP is in state ") + prov::to_string(q->state()) + ", not RESET")
           .with_qpn(q->qpn());
-    return capi::QpView{q, nullptr};
+    return std::unique_ptr<prov::Qp>(std::make_unique<UnownedQp>(*q));
   }
 };
 

@@ -92,6 +92,11 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // The QP of result `result` while the engine holds it: null once taken (take_qp), withdrawn,
   // or its lane closed (and not established again since).
   prov::Qp* qp(uint32_t result) const;
+  // The transport was given result `result`'s connection (the C API marks each one it hands
+  // over; ConnResult::handed_over): from then on the engine never takes it back (an RTU
+  // repair is refused and the lane reported lost), and closing its lane leaves the result a
+  // connection, not withdrawn.
+  void hand_over(uint32_t result) { records_.hand_over(result); }
   // The device and ECE of a result (ConnResult::link).
   const LinkInfo& link(const ConnResult& r) const { return records_.link(r.link); }
   // Results that are connections now (not withdrawn).

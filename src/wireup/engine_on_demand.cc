@@ -143,9 +143,9 @@ void Engine::close_lane(Pair& p) {
       (void)e->id->disconnect();  // the peer's CM gets the DREQ: its side sees DISCONNECTED
     }
     // A QP never handed over goes back now (withdrawn: the result was never a connection the
-    // transport had); one handed over (kept) or taken stays the transport's. The id waits for
-    // the end of the event loop.
-    if (e->qp && !e->qp->kept()) records_.withdraw(e->result);
+    // transport had); one handed over or taken stays the transport's. The id waits for the
+    // end of the event loop.
+    if (e->qp && !records_.handed_over(e->result)) records_.withdraw(e->result);
     removed_.push_back(Removed{std::move(e->id), std::move(e->qp)});
     ++stats_[Counter::lanes_closed];
   }

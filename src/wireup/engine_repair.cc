@@ -158,7 +158,7 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
   auto* e = p->as<Established>();
   const repair::Answer a = repair::answer(
       repair::ActiveView{p->state(), p->attempt, opt().max_attempts, pairs_.open() > 0 || opt().on_demand,
-                         e != nullptr && e->qp && !e->qp->kept()},
+                         e != nullptr && e->qp && !records_.handed_over(e->result)},
       v.header.attempt);
   stats_.reject_sent(a.code);
   WIREUP_LOG(info, "rank %u: RTU-lost notice for %s: %s (%s)", opt().rank,

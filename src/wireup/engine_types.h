@@ -134,6 +134,8 @@ struct ConnResult {
   cm::Role role = cm::Role::active;
   bool withdrawn = false;       // taken back before hand-over (see above; or its device was
                                 // removed before the transport took the QP); no QP
+  bool handed_over = false;     // the transport was given it (Engine::hand_over): never taken
+                                // back for a repair, and a close leaves it a connection
 };
 static_assert(sizeof(ConnResult) == 96, "a ConnResult grew");
 

@@ -46,6 +46,10 @@ class Records {
   const LinkInfo& link(uint16_t i) const { return links_.at(i); }
   // The engine took the connection back before the transport got it (RTU repair).
   void withdraw(uint32_t result);
+  // The transport was given the connection in slot `result` (Engine::hand_over). One way for
+  // that connection: the pair's next one, written over the slot, starts not handed over.
+  void hand_over(uint32_t result) { results_.at(result).handed_over = true; }
+  bool handed_over(uint32_t result) const { return results_.at(result).handed_over; }
   // Records why pair `pair` was given up in its error slot (given now if it has none).
   uint32_t put_error(uint32_t pair, PeerError e);
 

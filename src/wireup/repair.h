@@ -17,12 +17,13 @@
 //                    so repairs cannot loop); the passive side waits for that attempt;
 //   repair_pending   not established with that attempt: a newer one is coming anyway;
 //   repair_refused   it cannot reconnect (wireup ended, the lane was handed over -- the
-//                    transport took the QP or it is kept, prov::Qp::keep --, or no attempts
-//                    left) and reported the loss on its side (a SteadyEvent, or a PeerError);
+//                    transport took the QP or was given the result, ConnResult::handed_over
+//                    --, or no attempts left) and reported the loss on its side (a
+//                    SteadyEvent, or a PeerError);
 //                    the passive side reports the pair failed too.
-// A lane the transport may be using is never torn down: a kept QP (the C API keeps every
-// result it hands over) may carry the transport's work already, and its owner holds it as
-// connected. The lane is reported lost instead, and the QP stays the transport's.
+// A lane the transport may be using is never torn down: a result handed over (the C API
+// marks every one it hands over, Engine::hand_over) may carry the transport's work already on
+// its QP, and its owner holds it as connected. The lane is reported lost instead, and the QP stays the transport's.
 // A notice that cannot be delivered is retried like a connect (max_attempts tries with
 // backoff); REJ 8 after all of them means the active rank's listener is gone (its wireup
 // ended and its rtu_linger ran out), and the passive side says so in its PeerError.
@@ -43,7 +44,8 @@ struct ActiveView {
   uint32_t max_attempts = 0;
   bool wiring_up = false;     // some planned pair of this rank is still open
   // Established, and the lane not handed over: the engine still has the QP (take_qp was not
-  // called) and it is not kept (prov::Qp::kept). Only such a lane may be torn down.
+  // called) and the result was not given to the transport (ConnResult::handed_over). Only
+  // such a lane may be torn down.
   bool can_take_back = false;
 };
 

@@ -22,6 +22,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "capi/transport_qp.h"
 #include "testsupport/capi_seam.h"
 #include "wireup/address.h"
 #include "wireup/wireup.h"
@@ -458,6 +459,84 @@ TEST(CapiSim, OnDemandCrossingDisconnectAndReconnect) {
   EXPECT_EQ(wireup_result_count(job.w(0)), 2u) << "the lane connected again keeps its result index";
   job.teardown();
   for (uint32_t r = 0; r < 3; ++r) expect_clean(job.t(r), ("rank " + std::to_string(r)).c_str());
+}
+
+// The transport's QP as the engine holds it (capi::TransportQp): when the engine lets go, the
+// release callback comes, once, after the view of the QP is gone -- unless the C API handed
+// the QP over, and never does the wrapper destroy the QP itself.
+TEST(CapiTransportQp, ReleasedWhenLetGoUnlessHandedOver) {
+  prov::sim::SimFabric fab(prov::sim::SimConfig{});
+  fab.add_node();
+  auto devs = fab.provider(0).devices();
+  ASSERT_TRUE(devs && !devs->empty());
+  prov::Device& dev = *devs->front();
+  auto pd = dev.alloc_pd();
+  auto cq = dev.create_cq(8, false);
+  ASSERT_TRUE(pd && cq);
+  prov::QpInitAttr a;
+  a.send_cq = a.recv_cq = cq->get();
+  a.caps = prov::QpCaps{8, 8, 1, 1, 0};
+  auto made = (*pd)->create_qp(a);
+  ASSERT_TRUE(made) << made.error().message();
+  prov::Qp& qp = **made;  // the transport's: it outlives every wrapper below
+  auto adapter = capi_seam::seam_qp_adapter();
+  int released = 0;
+  auto wrap = [&] {
+    auto view = adapter->view(as_ibv_qp(&qp), dev);
+    EXPECT_TRUE(view) << view.error().message();
+    return std::make_unique<capi::TransportQp>(std::move(view).value(), as_ibv_qp(&qp), [&] { ++released; });
+  };
+
+  auto let_go = wrap();
+  EXPECT_EQ(let_go->qpn(), qp.qpn());
+  EXPECT_EQ(let_go->native(), static_cast<void*>(as_ibv_qp(&qp))) << "the transport's own handle";
+  let_go.reset();
+  EXPECT_EQ(released, 1) << "a QP never handed over goes back to the transport";
+  EXPECT_EQ(qp.state(), prov::QpState::reset) << "and is still there for it to destroy";
+
+  auto handed = wrap();
+  handed->hand_over();
+  EXPECT_TRUE(handed->handed_over());
+  handed.reset();
+  EXPECT_EQ(released, 1) << "no release callback for a QP the transport was given";
+}
+
+// On the handle: the release callback comes for every QP the transport was not given (each
+// attempt at a rank without a process), never for one it was -- neither when its lane closes
+// nor at wireup_destroy -- and a closed lane's result stays what was handed over. The engine's
+// record of the hand-over (Engine::hand_over) and the QP's (TransportQp::hand_over) both
+// count: without the first, closing the lane would withdraw the result under the transport
+// (wireup_result_get fails on it); without the second, the QP would be released.
+TEST(CapiSim, OnlyQpsNeverHandedOverAreReleased) {
+  constexpr uint32_t kLanes = 2;
+  SimJob job(3, 2, prov::sim::SimConfig{},
+             {"engine.mode=on_demand", "engine.max_attempts=2", "engine.wireup_timeout_ms=3000"});
+  ASSERT_NO_FATAL_FAILURE(job.start(kLanes));
+  Transport& t = job.t(0);
+  auto lanes_to = [&](uint32_t r, uint32_t peer, wireup_lane_state_t want) {
+    for (uint32_t l = 0; l < kLanes; ++l)
+      if (wireup_lane_state(job.w(r), peer, l) != want) return false;
+    return true;
+  };
+  ASSERT_EQ(wireup_connect(job.w(0), 1), WIREUP_OK) << wireup_last_error(job.w(0));
+  ASSERT_EQ(wireup_connect(job.w(0), 2), WIREUP_OK) << wireup_last_error(job.w(0));  // nobody there
+  Status s = job.run(60s, false, [&] { return lanes_to(0, 1, WIREUP_LANE_READY) && lanes_to(0, 2, WIREUP_LANE_FAILED); });
+  ASSERT_TRUE(s) << s.message();
+  ASSERT_EQ(t.given.size(), kLanes) << "the lanes to rank 1 were handed over";
+  ASSERT_GT(t.created, kLanes) << "the attempts at rank 2 made QPs too";
+  EXPECT_EQ(t.released, t.created - kLanes) << "every attempt at rank 2 went back, nothing else";
+
+  const unsigned released_before = t.released;
+  ASSERT_EQ(wireup_disconnect(job.w(0), 1), WIREUP_OK) << wireup_last_error(job.w(0));
+  s = job.run(60s, false, [&] { return lanes_to(0, 1, WIREUP_LANE_IDLE) && lanes_to(1, 0, WIREUP_LANE_IDLE); });
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(t.released, released_before) << "a closed lane's QP stays the transport's";
+  for (prov::Qp* q : t.given) EXPECT_EQ(t.live.count(q), 1u) << "a result's QP was destroyed under the transport";
+  t.reread_results(job.w(0));  // each index still reads the QP handed over there
+
+  job.teardown();  // wireup_destroy, then the transport destroys its results' QPs
+  EXPECT_EQ(t.released, t.created - kLanes) << "wireup_destroy released a QP the transport was given";
+  for (uint32_t r = 0; r < 2; ++r) expect_clean(job.t(r), r == 0 ? "rank 0" : "rank 1");
 }
 
 // On demand, a lane connected, closed and connected again, cycle after cycle, keeps one result

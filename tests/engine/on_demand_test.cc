@@ -288,6 +288,46 @@ TEST(OnDemand, OnePeerIsDisconnectedAndReconnectedFromEitherSide) {
   EXPECT_EQ(c.live_total(), static_cast<int64_t>(2 * 2 * kLanes));
 }
 
+// Closing a lane takes back what the transport was not given: the result of a lane never
+// handed over is withdrawn (its QP goes back to the factory's owner), the result of one handed
+// over (Engine::hand_over, as the C API does for every result) stays a connection. The lane's
+// next connection in the same slot starts not handed over.
+TEST(OnDemand, ClosingALaneWithdrawsItsResultUnlessItWasHandedOver) {
+  constexpr uint32_t kRanks = 2, kLanes = 2;
+  WIREUP_REQUIRE_ENGINE_FABRIC(f, kRanks);
+  Counts c(kRanks);
+  auto job = od_job(f, kRanks, kLanes, c);
+  ASSERT_TRUE(job) << job.error().message();
+  Engine& a = *job->ranks[0].engine;
+  Engine& b = *job->ranks[1].engine;
+  auto lanes_are = [&](LaneState want) {
+    for (uint32_t l = 0; l < kLanes; ++l)
+      if (a.lane_state(1, l) != want || b.lane_state(0, l) != want) return false;
+    return true;
+  };
+  ASSERT_TRUE(a.connect(1));
+  ASSERT_TRUE(run_until(f, *job, [&] { return lanes_are(LaneState::ready); }, 30s));
+  uint32_t slot[kLanes] = {};
+  for (uint32_t i = 0; i < a.results().size(); ++i) slot[a.results()[i].lane] = i;
+  ASSERT_NE(slot[0], slot[1]);
+  a.hand_over(slot[0]);
+  EXPECT_TRUE(a.results()[slot[0]].handed_over);
+  EXPECT_FALSE(a.results()[slot[1]].handed_over);
+
+  ASSERT_TRUE(a.disconnect(1));
+  ASSERT_TRUE(run_until(f, *job, [&] { return lanes_are(LaneState::idle); }, 30s));
+  EXPECT_FALSE(a.results()[slot[0]].withdrawn) << "the transport was given lane 0: it stays a connection";
+  EXPECT_TRUE(a.results()[slot[1]].withdrawn) << "lane 1 was never given to the transport: taken back";
+  EXPECT_EQ(a.connected(), 1u);
+
+  ASSERT_TRUE(a.connect(1));
+  ASSERT_TRUE(run_until(f, *job, [&] { return lanes_are(LaneState::ready); }, 30s));
+  EXPECT_FALSE(a.results()[slot[0]].handed_over) << "lane 0's new connection was not handed over";
+  EXPECT_FALSE(a.results()[slot[0]].withdrawn);
+  EXPECT_EQ(a.connected(), kLanes);
+  for (const auto& r : job->ranks) EXPECT_TRUE(r.engine->errors().empty()) << r.engine->errors().front().describe();
+}
+
 // A lane connected, closed and connected again holds one result slot: results() does not grow
 // with the cycles, every READY of a lane names the same index, and that index shows the new
 // connection (its QP held by the engine, QPNs crossed with the peer's). Counters count every

@@ -649,6 +649,27 @@ TEST(Records, OneResultAndOneErrorSlotPerPair) {
   EXPECT_EQ(rec.errors()[1].peer, 2u);
 }
 
+// Whether the transport was given a result is the slot's record of its connection: set by
+// hand_over, kept through a withdraw (a device removed under a connection handed over), and
+// gone when the pair's next connection is written over the slot.
+TEST(Records, HandedOverIsTheSlotsCurrentConnections) {
+  Records rec;
+  ConnResult r;
+  r.peer = 1;
+  EXPECT_EQ(rec.put_result(4, r), 0u);
+  EXPECT_EQ(rec.put_result(5, r), 1u);
+  EXPECT_FALSE(rec.handed_over(0)) << "a connection starts not handed over";
+  rec.hand_over(0);
+  EXPECT_TRUE(rec.handed_over(0));
+  EXPECT_TRUE(rec.results()[0].handed_over);
+  EXPECT_FALSE(rec.handed_over(1)) << "one slot's hand-over is its own";
+  rec.withdraw(0);
+  EXPECT_TRUE(rec.handed_over(0));
+  EXPECT_EQ(rec.put_result(4, r), 0u);
+  EXPECT_FALSE(rec.handed_over(0)) << "the pair's next connection was never given to the transport";
+  EXPECT_FALSE(rec.results()[0].withdrawn);
+}
+
 TEST(Fifo, RemoveIfKeepsTheOthersInOrder) {
   Fifo<int> q;
   for (int i = 0; i < 10; ++i) q.push_back(i);

@@ -100,10 +100,15 @@ class RdmaCq final : public Cq {
   unsigned unacked_events_ = 0;
 };
 
-class RdmaQp : public Qp {
+class RdmaQp final : public Qp {
  public:
-  // `owned`: this object destroys the ibv_qp. A transport's own QP (ForeignQp) is not owned.
-  RdmaQp(RdmaDevice& dev, ibv_qp* qp, bool owned = true) : dev_(dev), qp_(qp), owned_(owned) {}
+  // Owns `qp`: the destructor calls ibv_destroy_qp.
+  RdmaQp(RdmaDevice& dev, ibv_qp* qp) : RdmaQp(dev, qp, Ownership::owned) {}
+  // A QP someone else created on `dev` and destroys (a transport's, through the C API's
+  // factory): the same verbs calls, never ibv_destroy_qp.
+  static std::unique_ptr<RdmaQp> unowned(RdmaDevice& dev, ibv_qp* qp) {
+    return std::unique_ptr<RdmaQp>(new RdmaQp(dev, qp, Ownership::unowned));
+  }
   ~RdmaQp() override;
   RdmaQp(const RdmaQp&) = delete;
   RdmaQp& operator=(const RdmaQp&) = delete;
@@ -120,9 +125,12 @@ class RdmaQp : public Qp {
   void* native() const override { return qp_; }
 
  private:
+  enum class Ownership : uint8_t { owned, unowned };
+  RdmaQp(RdmaDevice& dev, ibv_qp* qp, Ownership o) : dev_(dev), qp_(qp), ownership_(o) {}
+
   RdmaDevice& dev_;
   ibv_qp* qp_;
-  bool owned_;
+  Ownership ownership_;
   QpState state_ = QpState::reset;
 };
 

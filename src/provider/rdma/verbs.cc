@@ -166,7 +166,7 @@ Status RdmaCq::consume_event() {
 }
 
 RdmaQp::~RdmaQp() {
-  if (!owned_) return;
+  if (ownership_ == Ownership::unowned) return;
   if (int rc = ibv_destroy_qp(qp_); rc != 0)
     WIREUP_LOG(warn, "ibv_destroy_qp(qpn 0x%x): %s", qp_->qp_num, std::strerror(rc));
 }
