@@ -65,7 +65,7 @@ Expected<PeerRecord> parse_record(uint32_t rank, const std::string& text) {
   p.host = text.substr(0, a);
   p.pid = pid_t(std::atol(text.substr(a + 1, b - a - 1).c_str()));
   const std::string hex = text.substr(b + 1);
-  if (p.pid <= 0 || hex.size() % 2 != 0 || hex.size() / 2 > WIREUP_ADDRESS_MAX) return bad("bad pid or address");
+  if (p.pid <= 0 || hex.size() % 2 != 0 || hex.size() / 2 > WIREUP_RAILS_ADDRESS_MAX) return bad("bad pid or address");
   for (size_t i = 0; i < hex.size(); i += 2) {
     auto nib = [](char c) { return c >= 'a' ? c - 'a' + 10 : c - '0'; };
     p.address.push_back(uint8_t(nib(hex[i]) << 4 | nib(hex[i + 1])));
