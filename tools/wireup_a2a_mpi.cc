@@ -26,6 +26,7 @@
 #include "wireup_a2a_address_slot.h"
 #include "wireup_a2a_driver.h"
 #include "wireup_a2a_ondemand.h"
+#include "wireup_a2a_trigger.h"
 
 namespace wireup::a2a {
 namespace {
@@ -61,8 +62,9 @@ void mpi_off_the_device() {
 // progress line. A rank that is done starts its next round at once, so the last one to finish
 // ends the loop without waiting out a round interval.
 // `finished`: this rank is done (bulk: the engine; on demand: every lane of its pattern settled).
+// `trigger`: --run's, polled with this rank's established count on every turn.
 WireupRun run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_t planned,
-                     const std::function<bool()>& finished) {
+                     const std::function<bool()>& finished, ConnTrigger& trigger) {
   int lr = 0, ln = 0;
   MPI_Comm_rank(live, &lr);
   MPI_Comm_size(live, &ln);
@@ -78,6 +80,7 @@ WireupRun run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_
     // disconnect (a rank that died, say) while the others finish.
     int work = 0;
     if (out.error.empty()) out.error = attempt([&] { work = e.progress(); });
+    trigger.poll(e.result_count());
     if (!done && (!out.error.empty() || finished())) {
       done = true, out.seconds = since(t0);
       const auto cpu = cpu_seconds();
@@ -307,7 +310,8 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   Problem started = attempt([&] { wu.start(); });
   if (started.empty() && odr) started = odr->ask_all();  // every peer of the pattern at once
   if (victim) run_victim(o, wu, wr);
-  WireupRun w = run_wireup(o, wu, live, planned, [&] { return odr ? odr->settled() : wu.done(); });
+  ConnTrigger trigger(o, wr);
+  WireupRun w = run_wireup(o, wu, live, planned, [&] { return odr ? odr->settled() : wu.done(); }, trigger);
   if (w.error.empty()) w.error = attempt([&] { (void)wu.progress(); });  // steady events that came meanwhile
   if (!started.empty()) w.error = started;
   if (!w.error.empty()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.c_str());
@@ -341,6 +345,7 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   if (o.hold_s > 0) std::this_thread::sleep_for(std::chrono::seconds(o.hold_s));  // QPs at RTS meanwhile
   rr->close();  // disconnect (up to 2 s), then our QPs, CQ and PD
   rr.reset();   // the context last
+  trigger.finish(30);
   if (!dead.empty()) _exit(status);  // MPI_Finalize would wait for the dead rank
   MPI_Comm_free(&live);
   MPI_Finalize();
