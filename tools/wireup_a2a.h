@@ -82,6 +82,9 @@ struct Options {
   int kill_rank = -1;                        // fault injection: this rank dies mid-wireup
   int64_t kill_after_ms = -1;                //   ... this long after start
   int64_t kill_after_conns = -1;             //   ... or once it has this many connections
+  std::string run_cmd;                       // --run: a command started mid-wireup (wireup_a2a_trigger.h)
+  int64_t run_after_conns = 1;               //   ... once the running rank has this many connections
+  int run_rank = 0;                          //   ... by this rank
   double verify_timeout_s = 30;              // SEND check: completions must arrive by then
   int hold_s = 0;                            // --hold-s: connections kept this long after the summary
   int into = -1;                             // --into R: every other rank connects to rank R only (an incast)

@@ -23,13 +23,14 @@
 #include <stdexcept>
 #include <thread>
 
+#include "wireup_a2a_address_slot.h"
 #include "wireup_a2a_driver.h"
 #include "wireup_a2a_ondemand.h"
+#include "wireup_a2a_trigger.h"
 
 namespace wireup::a2a {
 namespace {
 
-constexpr size_t kAddrSlot = 1 + WIREUP_ADDRESS_MAX;  // length byte, then the address bytes
 constexpr auto kRoundEvery = std::chrono::milliseconds(200);
 constexpr auto kPrintEvery = std::chrono::seconds(1);
 // How long the loop sleeps in Wireup::wait when there is nothing to do. The engine wakes at
@@ -61,8 +62,9 @@ void mpi_off_the_device() {
 // progress line. A rank that is done starts its next round at once, so the last one to finish
 // ends the loop without waiting out a round interval.
 // `finished`: this rank is done (bulk: the engine; on demand: every lane of its pattern settled).
+// `trigger`: --run's, polled with this rank's established count on every turn.
 WireupRun run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_t planned,
-                     const std::function<bool()>& finished) {
+                     const std::function<bool()>& finished, ConnTrigger& trigger) {
   int lr = 0, ln = 0;
   MPI_Comm_rank(live, &lr);
   MPI_Comm_size(live, &ln);
@@ -78,6 +80,7 @@ WireupRun run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_
     // disconnect (a rank that died, say) while the others finish.
     int work = 0;
     if (out.error.empty()) out.error = attempt([&] { work = e.progress(); });
+    trigger.poll(e.result_count());
     if (!done && (!out.error.empty() || finished())) {
       done = true, out.seconds = since(t0);
       const auto cpu = cpu_seconds();
@@ -189,17 +192,19 @@ Problem one_sided_exchange(const Options& o, RdmaRank& rr, MPI_Comm live, const 
   return ran;
 }
 
-// MPI_Allgather of fixed-size slots: a length byte, then the engine's address bytes.
-std::vector<wireup::PeerAddress> exchange_addresses(const wireup::Wireup& e, int nranks) {
-  std::vector<uint8_t> mine(kAddrSlot, 0), all(kAddrSlot * size_t(nranks));
-  const std::vector<uint8_t> addr = e.local_address();
-  mine[0] = uint8_t(addr.size());
-  std::copy(addr.begin(), addr.end(), mine.begin() + 1);
-  MPI_Allgather(mine.data(), int(kAddrSlot), MPI_BYTE, all.data(), int(kAddrSlot), MPI_BYTE, MPI_COMM_WORLD);
+// MPI_Allgather of fixed-size slots (wireup_a2a_address_slot.h), one per rank: every rank takes
+// part, whatever its own slot says.
+Expected<std::vector<wireup::PeerAddress>> exchange_addresses(const std::vector<uint8_t>& address, int nranks) {
+  using Out = Expected<std::vector<wireup::PeerAddress>>;
+  std::vector<uint8_t> mine(kAddressSlot, 0), all(kAddressSlot * size_t(nranks));
+  const Problem put = put_address(mine, address);
+  MPI_Allgather(mine.data(), int(kAddressSlot), MPI_BYTE, all.data(), int(kAddressSlot), MPI_BYTE, MPI_COMM_WORLD);
+  if (!put.empty()) return Out::failure("this rank's address: " + put);
   std::vector<wireup::PeerAddress> peers;
   for (int r = 0; r < nranks; ++r) {
-    const uint8_t* a = all.data() + size_t(r) * kAddrSlot;
-    peers.push_back({uint32_t(r), std::vector<uint8_t>(a + 1, a + 1 + std::min<size_t>(a[0], WIREUP_ADDRESS_MAX))});
+    auto a = take_address(std::span<const uint8_t>(all).subspan(size_t(r) * kAddressSlot, kAddressSlot));
+    if (!a) return Out::failure("rank " + std::to_string(r) + "'s address: " + a.error());
+    peers.push_back({uint32_t(r), std::move(*a)});
   }
   return peers;
 }
@@ -284,7 +289,11 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { rr->open(uint32_t(wr), uint32_t(wn), key); })))
     return MPI_Finalize(), 1;
   wireup::Wireup& wu = rr->wireup();
-  if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { wu.set_peers(peer_table(o, exchange_addresses(wu, wn), wr)); })))
+  std::vector<uint8_t> address;
+  if (!all_ok(MPI_COMM_WORLD, wr, attempt([&] { address = wu.local_address(); }))) return MPI_Finalize(), 1;
+  auto peers = exchange_addresses(address, wn);
+  if (!all_ok(MPI_COMM_WORLD, wr,
+              peers ? attempt([&] { wu.set_peers(peer_table(o, std::move(*peers), wr)); }) : peers.error()))
     return MPI_Finalize(), 1;
   std::unique_ptr<OnDemandRank> odr;
   if (od) odr = std::make_unique<OnDemandRank>(wu, *plan, uint32_t(wr), rr->lanes(), dead);
@@ -301,7 +310,8 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   Problem started = attempt([&] { wu.start(); });
   if (started.empty() && odr) started = odr->ask_all();  // every peer of the pattern at once
   if (victim) run_victim(o, wu, wr);
-  WireupRun w = run_wireup(o, wu, live, planned, [&] { return odr ? odr->settled() : wu.done(); });
+  ConnTrigger trigger(o, wr);
+  WireupRun w = run_wireup(o, wu, live, planned, [&] { return odr ? odr->settled() : wu.done(); }, trigger);
   if (w.error.empty()) w.error = attempt([&] { (void)wu.progress(); });  // steady events that came meanwhile
   if (!started.empty()) w.error = started;
   if (!w.error.empty()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.c_str());
@@ -335,6 +345,7 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   if (o.hold_s > 0) std::this_thread::sleep_for(std::chrono::seconds(o.hold_s));  // QPs at RTS meanwhile
   rr->close();  // disconnect (up to 2 s), then our QPs, CQ and PD
   rr.reset();   // the context last
+  trigger.finish(30);
   if (!dead.empty()) _exit(status);  // MPI_Finalize would wait for the dead rank
   MPI_Comm_free(&live);
   MPI_Finalize();

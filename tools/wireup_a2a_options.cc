@@ -36,6 +36,10 @@ const char* const kUsage =
     "                         and keep every other connection (mpirun needs --enable-recovery)\n"
     "  --kill-after-ms T      ... T ms after start (default 0 with --kill-rank alone)\n"
     "  --kill-after-conns K   ... once K of its connections are established\n"
+    "  --run CMD              fault injection: rank 0 starts `/bin/sh -c CMD` mid-wireup and keeps\n"
+    "                         going (e.g. 'rdma link delete rxe1'); reaped after its close\n"
+    "  --run-after-conns K    ... once K of its connections are established (default 1)\n"
+    "  --run-rank R           ... by rank R instead of rank 0\n"
     "  --mode bulk|on-demand  bulk (default): every pair at start; on-demand (engine.mode =\n"
     "                         on_demand, engine.eager_ring = 0): each rank calls connect() for\n"
     "                         the peers --pattern gives it, all at once right after start\n"
@@ -76,13 +80,14 @@ Expected<T> number(const std::string& opt, const std::string& v, T min, int base
 
 Expected<Options> parse_options(int argc, char** argv) {
   Options o;
-  bool kill_when = false, pattern_given = false;
+  bool kill_when = false, pattern_given = false, run_when = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     static const std::set<std::string> with_value = {
         "--lanes", "--config", "--set", "--wireup-timeout-ms", "--addr", "--job-key", "--kill-rank",
         "--kill-after-ms", "--kill-after-conns", "--provider", "--ranks", "--latency", "--seed",
-        "--verify-timeout-s", "--hold-s", "--bootstrap", "--into", "--mode", "--pattern"};
+        "--verify-timeout-s", "--hold-s", "--bootstrap", "--into", "--mode", "--pattern", "--run",
+        "--run-after-conns", "--run-rank"};
     if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos &&
                                          with_value.count(arg.substr(0, eq))) {
       value = arg.substr(eq + 1), arg = arg.substr(0, eq);
@@ -123,6 +128,17 @@ Expected<Options> parse_options(int argc, char** argv) {
       auto n = number<int64_t>(arg, value, 1);
       if (!n) return bad<Options>(n.error());
       o.kill_after_conns = *n, kill_when = true;
+    } else if (arg == "--run") {
+      if (value.empty()) return bad<Options>("--run needs a command");
+      o.run_cmd = value;
+    } else if (arg == "--run-after-conns") {
+      auto n = number<int64_t>(arg, value, 1);
+      if (!n) return bad<Options>(n.error());
+      o.run_after_conns = *n, run_when = true;
+    } else if (arg == "--run-rank") {
+      auto n = number<int>(arg, value, 0);
+      if (!n) return bad<Options>(n.error());
+      o.run_rank = *n, run_when = true;
     } else if (arg == "--into") {
       auto n = number<int>(arg, value, 0);
       if (!n) return bad<Options>(n.error());
@@ -169,6 +185,8 @@ Expected<Options> parse_options(int argc, char** argv) {
   if (o.provider != "sim" && o.sim_ranks != 0) return bad<Options>("--ranks is for --provider sim (under mpirun, use -np)");
   if (o.provider == "sim" && o.into >= 0) return bad<Options>("--into is for the rdma provider (under mpirun)");
   if (kill_when && o.kill_rank < 0) return bad<Options>("--kill-after-ms/--kill-after-conns need --kill-rank");
+  if (run_when && o.run_cmd.empty()) return bad<Options>("--run-after-conns/--run-rank need --run");
+  if (o.provider == "sim" && !o.run_cmd.empty()) return bad<Options>("--run is for the rdma provider (under mpirun)");
   if (o.kill_rank >= 0 && !kill_when) o.kill_after_ms = 0;
   if (pattern_given && !o.on_demand) return bad<Options>("--pattern is for --mode on-demand");
   if (o.on_demand && o.into >= 0) return bad<Options>("--into is a bulk incast; --mode on-demand takes --pattern");

@@ -30,6 +30,7 @@
 #include "wireup_a2a_ondemand.h"
 #include "wireup_a2a_pmix.h"
 #include "wireup_a2a_pmix_exchange.h"
+#include "wireup_a2a_trigger.h"
 
 namespace wireup::a2a {
 namespace {
@@ -65,7 +66,7 @@ Expected<PeerRecord> parse_record(uint32_t rank, const std::string& text) {
   p.host = text.substr(0, a);
   p.pid = pid_t(std::atol(text.substr(a + 1, b - a - 1).c_str()));
   const std::string hex = text.substr(b + 1);
-  if (p.pid <= 0 || hex.size() % 2 != 0 || hex.size() / 2 > WIREUP_ADDRESS_MAX) return bad("bad pid or address");
+  if (p.pid <= 0 || hex.size() % 2 != 0 || hex.size() / 2 > WIREUP_RAILS_ADDRESS_MAX) return bad("bad pid or address");
   for (size_t i = 0; i < hex.size(); i += 2) {
     auto nib = [](char c) { return c >= 'a' ? c - 'a' + 10 : c - '0'; };
     p.address.push_back(uint8_t(nib(hex[i]) << 4 | nib(hex[i + 1])));
@@ -134,8 +135,9 @@ void fetch_address(PmixSession& s, wireup::Wireup& e, DeathWatches& dw, uint32_t
 // Progresses the engine (and the death watches) until every live rank is done (`finished`):
 // a rank that is done joins a background fence of the live ranks; the loop ends when it
 // completes.
+// `trigger`: --run's, polled with this rank's established count on every turn.
 WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32_t>& live, DeathWatches& dw,
-                     const std::function<bool()>& finished) {
+                     const std::function<bool()>& finished, ConnTrigger& trigger) {
   WireupRun out;
   const auto t0 = Clock::now();
   const auto cpu0 = cpu_seconds();
@@ -145,6 +147,7 @@ WireupRun run_wireup(PmixSession& s, wireup::Wireup& e, const std::vector<uint32
     dw.drain(e, s.rank());
     int work = 0;
     if (out.error.empty()) out.error = attempt([&] { work = e.progress(); });
+    trigger.poll(e.result_count());
     if (!done && (!out.error.empty() || finished())) {
       done = true, out.seconds = since(t0);
       const auto cpu = cpu_seconds();
@@ -389,7 +392,8 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
   Problem started = attempt([&] { wu.start(); });
   if (started.empty() && odr) started = odr->ask_all();  // every peer of the pattern at once
   if (victim) run_victim(o, wu, wr);
-  WireupRun w = run_wireup(s, wu, live, dw, [&] { return odr ? odr->settled() : wu.done(); });
+  ConnTrigger trigger(o, wr);
+  WireupRun w = run_wireup(s, wu, live, dw, [&] { return odr ? odr->settled() : wu.done(); }, trigger);
   if (w.error.empty()) w.error = attempt([&] { (void)wu.progress(); });  // steady events that came meanwhile
   if (!started.empty()) w.error = started;
   if (!w.error.empty()) std::fprintf(stderr, "wireup_a2a: rank %d: %s\n", wr, w.error.c_str());
@@ -425,6 +429,7 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
   dw.pmix.reset();  // the handler goes before the session
   rr->close();      // disconnect (up to 2 s), then our QPs, CQ and PD
   rr.reset();       // the context last
+  trigger.finish(30);
   if (!dead.empty()) _exit(status);  // PMIx_Finalize may wait for the dead rank
   return status;
 }

@@ -97,7 +97,7 @@ bool make_rank(Job& j, uint32_t r) {
   std::unique_ptr<LaneArg>& arg = lane_args[r];
   if (!arg) arg = std::make_unique<LaneArg>(LaneArg{&j, r});
   (void)wireup_on_lane_event(k.w, &on_lane, arg.get());
-  k.addr.assign(WIREUP_ADDRESS_MAX, 0);
+  k.addr.assign(WIREUP_RAILS_ADDRESS_MAX, 0);  // several rails (device.rails) take more than WIREUP_ADDRESS_MAX
   size_t len = k.addr.size();
   if (wireup_local_address(k.w, k.addr.data(), &len) != WIREUP_OK) {
     fail("wireup_local_address rank %u: %s", r, wireup_last_error(k.w));

@@ -302,7 +302,7 @@ wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* para
  * wireup_local_address -- the bytes to publish to every other rank.
  *
  * buf  receives up to *len bytes; len: in, the capacity of buf; out, the bytes written (or,
- *      with WIREUP_ERR_BUFFER_TOO_SMALL, the bytes needed). Never more than WIREUP_ADDRESS_MAX.
+ *      with WIREUP_ERR_BUFFER_TOO_SMALL, the bytes needed). WIREUP_RAILS_ADDRESS_MAX at most.
  * Errors: WIREUP_ERR_INVALID_ARGUMENT, WIREUP_ERR_BUFFER_TOO_SMALL; WIREUP_ERR_INVALID_STATE
  *         once wireup is done (the listener is closed then: publish the address before).
  */

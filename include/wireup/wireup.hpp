@@ -179,7 +179,7 @@ class Wireup {
   Wireup& operator=(const Wireup&) = delete;
 
   std::vector<uint8_t> local_address() const {
-    std::vector<uint8_t> a(WIREUP_ADDRESS_MAX);
+    std::vector<uint8_t> a(WIREUP_RAILS_ADDRESS_MAX);  // several rails take more than WIREUP_ADDRESS_MAX
     size_t len = a.size();
     detail::check(wireup_local_address(w_, a.data(), &len), w_);
     a.resize(len);

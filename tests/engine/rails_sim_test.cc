@@ -1,56 +1,30 @@
-// Several rails per rank on the simulated fabric: every node has two devices, device d of node
-// i at 10.(16 d).0.(i + 1) (provider/sim/spec.h), so with a /12 prefix each device is its own
-// subnet, as two NICs on two separate networks are. Sim only: the same engine code as on rxe
-// (tests/vm/rails-check.sh runs it there).
+// Several rails per rank on the simulated fabric: every node has two devices, each its own subnet
+// (rails_sim_job.h). Sim only: the same engine code as on rxe (tests/vm/rails-check.sh runs it
+// there).
 #include <cstdio>
 #include <map>
 
-#include "tests/engine/sim_engine_fabric.h"
+#include "tests/engine/rails_sim_job.h"
 
 namespace wireup::etest {
 namespace {
 
 using namespace std::chrono_literals;
-using prov::sim::SimConfig;
-using prov::sim::SimDeviceSpec;
-using prov::sim::SimNodeSpec;
 
-constexpr uint8_t kPrefix = 12;  // 10.0.0.0/12 and 10.16.0.0/12: one subnet per device
-
-SimNodeSpec two_devices() {
-  SimNodeSpec s;
-  s.devices = {SimDeviceSpec::mlx5("mlx5_0"), SimDeviceSpec::mlx5("mlx5_1")};
-  return s;
-}
-
-std::vector<RailAddress> both_rails(SimEngineFabric& f, uint32_t rank) {
-  return {RailAddress{f.fabric().address(rank, 0), kPrefix}, RailAddress{f.fabric().address(rank, 1), kPrefix}};
-}
-
-// (rail -> results) of one rank's engine, checking that each result's device is its rail's.
-std::map<uint32_t, size_t> by_rail(const Engine& e, uint32_t only_peer = ~0u) {
-  std::map<uint32_t, size_t> n;
-  for (const ConnResult& r : e.results()) {
-    if (r.withdrawn || (only_peer != ~0u && r.peer != only_peer)) continue;
-    const LinkInfo& l = e.link(r);
-    EXPECT_EQ(std::string(l.device), "mlx5_" + std::to_string(l.rail)) << "rank " << r.peer << " lane " << r.lane;
-    ++n[l.rail];
-  }
-  return n;
-}
+using rails_sim::by_rail;
+using rails_sim::kPrefix;
+using rails_sim::RailsJob;
 
 TEST(RailsSim, FourLanesSplitEvenlyOverTwoRails) {
-  SimConfig cfg;
-  cfg.seed = 11;
-  SimEngineFabric f(6, cfg, two_devices());
-  auto job = make_job(f, 6, 4, [&](EngineOptions& o) { o.rails = both_rails(f, o.rank); });
+  RailsJob j(6, 4, 11);
+  auto& job = j.job;
   ASSERT_TRUE(job) << job.error().message();
   // Format 2: both rails and their prefixes.
   auto published = decode_rails(job->ranks[0].engine->local_address());
   ASSERT_TRUE(published) << published.error().message();
   ASSERT_EQ(published->size(), 2u);
   EXPECT_EQ((*published)[1].prefix_len, kPrefix);
-  auto r = drive(f, *job, 120s);
+  auto r = drive(j.f, *job, 120s);
   ASSERT_TRUE(r) << r.error().message();
   for (uint32_t i = 0; i < 6; ++i) {
     const Engine& e = *job->ranks[i].engine;
@@ -68,12 +42,10 @@ TEST(RailsSim, FourLanesSplitEvenlyOverTwoRails) {
 // One lane per peer: lane 0's pair follows the sum of both ranks, so a rank's peers spread over
 // both rails whichever side initiates.
 TEST(RailsSim, SingleLanePeersSpreadOverTheRails) {
-  SimConfig cfg;
-  cfg.seed = 12;
-  SimEngineFabric f(5, cfg, two_devices());
-  auto job = make_job(f, 5, 1, [&](EngineOptions& o) { o.rails = both_rails(f, o.rank); });
+  RailsJob j(5, 1, 12);
+  auto& job = j.job;
   ASSERT_TRUE(job) << job.error().message();
-  ASSERT_TRUE(drive(f, *job, 120s));
+  ASSERT_TRUE(drive(j.f, *job, 120s));
   std::map<uint32_t, size_t> n = by_rail(*job->ranks[0].engine);
   EXPECT_EQ(n, (std::map<uint32_t, size_t>{{0, 2}, {1, 2}}));
   expect_consistent(*job, 1);
@@ -82,16 +54,13 @@ TEST(RailsSim, SingleLanePeersSpreadOverTheRails) {
 // A peer with one rail (format 1, what a single-rail rank publishes) pairs with the rail in its
 // subnet only; the other rail carries nothing to it, and everything else is as before.
 TEST(RailsSim, APeerWithOneRailUsesTheRailInItsSubnet) {
-  SimConfig cfg;
-  cfg.seed = 13;
-  SimEngineFabric f(4, cfg, two_devices());
-  auto job = make_job(f, 4, 4, [&](EngineOptions& o) {
-    if (o.rank != 3) o.rails = both_rails(f, o.rank);
-    else o.rails = {RailAddress{o.listen_addr, kPrefix}};
+  RailsJob j(4, 4, 13, [](EngineOptions& o) {
+    if (o.rank == 3) o.rails = {RailAddress{o.listen_addr, kPrefix}};
   });
+  auto& job = j.job;
   ASSERT_TRUE(job) << job.error().message();
   EXPECT_EQ(job->ranks[3].engine->local_address().size(), 8u) << "one rail publishes format 1 (8 bytes for IPv4)";
-  ASSERT_TRUE(drive(f, *job, 120s));
+  ASSERT_TRUE(drive(j.f, *job, 120s));
   for (uint32_t i = 0; i < 3; ++i) {
     const Engine& e = *job->ranks[i].engine;
     EXPECT_TRUE(e.errors().empty());
@@ -105,18 +74,15 @@ TEST(RailsSim, APeerWithOneRailUsesTheRailInItsSubnet) {
 // No rail in a common subnet and no route: every lane with that peer is given up at start, on
 // both sides, with the pairing's reason; the other peers are not held up.
 TEST(RailsSim, APeerNoRailReachesIsGivenUpWithTheReason) {
-  SimConfig cfg;
-  cfg.seed = 14;
-  SimEngineFabric f(4, cfg, two_devices());
-  auto job = make_job(f, 4, 2, [&](EngineOptions& o) {
+  RailsJob j(4, 2, 14, [](EngineOptions& o) {
     o.route_check = [](const prov::SockAddr&, const prov::SockAddr&) { return false; };
-    o.rails = both_rails(f, o.rank);
     // 10.0.0.4/16 and 10.16.0.4/16: no subnet agrees with a /12 (both ends see it so: the
     // prefixes travel in format 2).
     if (o.rank == 3) o.rails[0].prefix_len = o.rails[1].prefix_len = 16;
   });
+  auto& job = j.job;
   ASSERT_TRUE(job) << job.error().message();
-  ASSERT_TRUE(drive(f, *job, 120s));
+  ASSERT_TRUE(drive(j.f, *job, 120s));
   for (uint32_t i = 0; i < 4; ++i) {
     const Engine& e = *job->ranks[i].engine;
     const size_t expected_errors = i == 3 ? 3u * 2u : 2u;
@@ -135,14 +101,12 @@ TEST(RailsSim, APeerNoRailReachesIsGivenUpWithTheReason) {
 // its switch fails): the unsettled lanes move to the first rail, those established on the
 // second are lost (each reported by its own DEVICE_REMOVAL), and no pair is given up.
 void lose_rail_one_at(Nanos after, uint64_t seed, size_t& moved) {
-  SimConfig cfg;
-  cfg.seed = seed;
-  SimEngineFabric f(4, cfg, two_devices());
-  auto job = make_job(f, 4, 4, [&](EngineOptions& o) { o.rails = both_rails(f, o.rank); });
+  RailsJob j(4, 4, seed);
+  auto& job = j.job;
   ASSERT_TRUE(job) << job.error().message();
-  const Nanos at = f.fabric().clock().now() + after;
-  for (uint32_t n = 0; n < 4; ++n) f.fabric().remove_device(n, 1, at);
-  auto r = drive(f, *job, 600s);
+  const Nanos at = j.f.fabric().clock().now() + after;
+  for (uint32_t n = 0; n < 4; ++n) j.f.fabric().remove_device(n, 1, at);
+  auto r = drive(j.f, *job, 600s);
   ASSERT_TRUE(r) << r.error().message();
   // The steady channel's DEVICE_REMOVALs of lanes established on rail 1 may come after done().
   auto on_rail_one = [&] {
@@ -151,7 +115,7 @@ void lose_rail_one_at(Nanos after, uint64_t seed, size_t& moved) {
         if (!c.withdrawn && rk.engine->link(c).rail == 1) return true;
     return false;
   };
-  (void)run_until(f, *job, [&] { return !on_rail_one(); }, 5s);
+  (void)run_until(j.f, *job, [&] { return !on_rail_one(); }, 5s);
   for (uint32_t i = 0; i < 4; ++i) {
     const Engine& e = *job->ranks[i].engine;
     EXPECT_FALSE(e.device_lost()) << "rank " << i << ": one rail of two is not the device";

@@ -8,8 +8,9 @@ SimEngineFabric::SimEngineFabric(uint32_t nodes, prov::sim::SimConfig cfg) : fab
   for (uint32_t i = 0; i < nodes; ++i) fab_.add_node();
 }
 
-SimEngineFabric::SimEngineFabric(uint32_t nodes, prov::sim::SimConfig cfg, const prov::sim::SimNodeSpec& spec)
-    : fab_(std::move(cfg)) {
+SimEngineFabric::SimEngineFabric(uint32_t nodes, prov::sim::SimConfig cfg, const prov::sim::SimNodeSpec& spec,
+                                 uint32_t ranks_per_node)
+    : fab_(std::move(cfg)), ranks_per_node_(ranks_per_node == 0 ? 1 : ranks_per_node) {
   for (uint32_t i = 0; i < nodes; ++i) fab_.add_node(spec);
 }
 

@@ -39,6 +39,10 @@
 #              connection is lost) rank 7 of 2 x 4 killed mid-wireup under srun
 #              --kill-on-bad-exit=0: every survivor's notice and its delay, every pair among
 #              the survivors checked
+#   rails_swapped (needs pair.sh --rails 2 --swap-node2) 2 x 2 ranks x 4 lanes with device.rails=2
+#              while node 2 names its rails the other way round (rxe1 on eth0): every lane
+#              connected, half on each rail, and each connection's two ends on one link (both
+#              kernels' cm_ids and QPs: rails-pairing.sh)
 #   slurm      a real Slurm in the pair (scripts/vm/slurm-up.sh: munged x2, slurmctld, slurmd x2),
 #              then `srun --mpi=pmix -N 2 --ntasks-per-node 4 wireup_a2a --bootstrap pmix`, bulk
 #              and on demand, each with Slurm's PMIx server-to-server direct connections on and
@@ -509,6 +513,67 @@ case_tos() {
     ((r1 == 0 && r2 == 0)) || { echo "[twonode] FAILED: tos: twonode_traffic exited $r1 (node 1), $r2 (node 2)"; rc=1; }
   done
   return $rc
+}
+
+# rails_swapped (the pair booted with pair.sh --rails 2 --swap-node2: node 2's rxe1 on eth0 and
+# rxe0 on eth1): wireup_a2a, 2 x 2 ranks x 4 lanes with device.rails=2, every connection
+# checked as in a2a; every rank's lanes half on each rail (the summary's lanes_by_rail), and
+# every connection's two ends on one link despite the names, from both kernels while the ranks
+# hold their connections: `rdma resource show cm_id` (each id's device on the netdev of its
+# addresses, its peer's id on the other node on the same netdev: rails-pairing.sh) and `rdma
+# resource show qp` (the RC QPs at RTS per device, as many as the ids).
+case_rails_swapped() {
+  local l1=$D/rails.links.1 l2=$D/rails.links.2 i1=$D/rails.ids.1 i2=$D/rails.ids.2 json=$LOG/rails_swapped.json
+  local err=$LOG/rails_swapped.err q1 q2 rc=0 job t0 p2 f
+  rdma link show >"$l1"
+  on2 "rdma link show" >"$l2"
+  sed 's/^/[twonode]   node 1: /' "$l1"
+  sed 's/^/[twonode]   node 2: /' "$l2"
+  grep -q '^link rxe1/1 .*netdev eth0' "$l2" && grep -q '^link rxe0/1 .*netdev eth1' "$l2" &&
+    grep -q '^link rxe0/1 .*netdev eth0' "$l1" && grep -q '^link rxe1/1 .*netdev eth1' "$l1" ||
+    { echo "[twonode] FAILED: rails_swapped: the pair was not booted with pair.sh --rails 2 --swap-node2"; return 1; }
+  echo "[twonode] rails_swapped: 2 ranks on each node, device.rails=2, lanes 4"
+  # Held 30 s after the summary: an ssh to node 2 alone took seconds here.
+  timeout --kill-after=10 300 mpirun --oversubscribe --host 10.0.1.1:2,10.0.1.2:2 -np 4 "$A2A" \
+    --config "$REPO/tests/mpi/vm.toml" --set device.rails=2 --set device.include=rxe0,rxe1 --lanes 4 --json \
+    --no-progress --hold-s 30 >"$json" 2>"$err" &
+  job=$!
+  t0=$(date +%s)
+  until [ -s "$json" ] || ! kill -0 $job 2>/dev/null || (($(date +%s) - t0 > 280)); do sleep 0.5; done
+  sleep 1  # the summary is out once every rank checked its connections
+  # Both kernels at once, each writing its own files (node 2's through the shared pair directory).
+  on2 "rdma resource show cm_id >$i2.tmp; rdma resource show qp >$D/rails.qps.2.tmp; mv $i2.tmp $i2; mv $D/rails.qps.2.tmp $D/rails.qps.2" &
+  p2=$!
+  rdma resource show cm_id >"$i1"
+  rdma resource show qp >"$D/rails.qps.1"
+  wait $p2
+  echo "[twonode] rails_swapped: both kernels read $(($(date +%s) - t0)) s after the start"
+  wait $job || rc=$?
+  for f in "$l1" "$l2" "$i1" "$i2" "$D/rails.qps.1" "$D/rails.qps.2" "$json" "$err"; do
+    cp "$f" "$B/tests/twonode/rails_swapped.$(basename "$f")" 2>/dev/null  # kept for a look
+  done
+  grep -v '^wireup WARN' "$err" | tail -n 12 | sed 's/^/[twonode]   /'
+  ((rc == 0)) || { echo "[twonode] FAILED: rails_swapped: wireup_a2a exited $rc"; return 1; }
+  count_qps() { awk '$1 == "link" && / type RC / && / state RTS / && / comm wireup_a2a/ { d = $2; sub(/\/.*/, "", d); n[d]++ }
+                     END { printf "rxe0 %d, rxe1 %d", n["rxe0"], n["rxe1"] }' "$1"; }
+  q1=$(count_qps "$D/rails.qps.1")
+  q2=$(count_qps "$D/rails.qps.2")
+  local by_rail fails=0
+  by_rail=$(jq -c '.lanes_by_rail' "$json")
+  echo "[twonode] rails_swapped: $(jq -c '{connections, failed, wall_s}' "$json"), lanes_by_rail $by_rail;" \
+    "kernel RC QPs at RTS: node 1 $q1; node 2 $q2"
+  jq -e '.connections == 24 and .failed == 0' "$json" >/dev/null ||
+    { echo "[twonode] FAILED: rails_swapped: not every lane connected"; fails=$((fails + 1)); }
+  # Each rank: 3 peers x 4 lanes, 6 on each of its rails; 4 ranks. (Node 2 may list its rails in
+  # another order than node 1: the keys are rail:device.)
+  jq -e '[.lanes_by_rail | to_entries[] | {rail: (.key | split(":")[0]), n: .value}] | group_by(.rail)
+         | map(map(.n) | add) == [24, 24]' "$json" >/dev/null ||
+    { echo "[twonode] FAILED: rails_swapped: the lanes are not half on each rail: $by_rail"; fails=$((fails + 1)); }
+  [ "$q1" = "rxe0 12, rxe1 12" ] && [ "$q2" = "rxe0 12, rxe1 12" ] ||
+    { echo "[twonode] FAILED: rails_swapped: not 12 RC QPs at RTS on each device of each node"; fails=$((fails + 1)); }
+  "$HERE/rails-pairing.sh" "$l1" "$l2" "$i1" "$i2" | sed 's/^/[twonode]   /'
+  [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+  ((fails == 0))
 }
 
 declare -A RES SECS

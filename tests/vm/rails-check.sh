@@ -6,7 +6,8 @@
 # takes both as the rail set (unplaced soft devices, each its own card); connections on the
 # second rail's device carry every verb from both sides (the engine's data-plane cases and the
 # conformance connect cases on rxe1's address); a context asked for two rails takes both; a job
-# with device.rails=2 puts half its lanes on each device (results and kernel agree).
+# with device.rails=2 puts half its lanes on each device (results and kernel agree); with a
+# third device added, device.rails=3 puts one lane on each (rails-three.sh).
 set -euo pipefail
 B=${1:?usage: rails-check.sh BUILD_DIR}
 cd "$B"
@@ -87,4 +88,7 @@ echo "rails-check: dummy1 down: results by rail: $by_rail"
 jq -e '.connections == 4 and .failed == 0' "$json" >/dev/null || fail "dummy1 down: not every lane connected"
 [ "$by_rail" = '{"0:rxe0":8}' ] || fail "dummy1 down: the lanes are not all on rxe0: $by_rail"
 for _ in $(seq 1 40); do rdma link show rxe1/1 | grep -q 'state ACTIVE' && break; sleep 0.5; done
+
+# A third rail for a while: an address past WIREUP_ADDRESS_MAX through the runner's exchange.
+"$HERE/rails-three.sh" "$B" || fail "three rails (rails-three.sh)"
 echo "rails-check: ok"
