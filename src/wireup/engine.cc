@@ -1,8 +1,9 @@
 // Engine lifecycle: creation, the peer table, start, the progress loop and its timers, event
 // dispatch, the end of the setup channel, teardown.
 // The active side is in engine_active.cc, the passive side and the steady channel in
-// engine_passive.cc, the RTU repair in engine_repair.cc, the checks of the options and the
-// connection profile in engine_checks.cc.
+// engine_passive.cc, the notices in engine_notices.cc (both kinds), engine_abandon.cc and
+// engine_repair.cc (the RTU repair), the checks of the options and the connection profile in
+// engine_checks.cc.
 #include "wireup/engine.h"
 
 #include <algorithm>
