@@ -32,29 +32,4 @@ void Admission::drop_waiters() {
   for (KeyQueue& q : waiters_) q.release();
 }
 
-void NoticeLines::wait(const std::string& host, uint64_t key) { lines_[host].waiting.push_back(key); }
-
-int NoticeLines::pump(const std::function<bool(uint64_t)>& on_wire, const std::function<bool(uint64_t)>& send) {
-  int sent = 0;
-  for (auto it = lines_.begin(); it != lines_.end();) {
-    Line& l = it->second;
-    if (l.sent && on_wire(*l.sent)) {
-      ++it;
-      continue;
-    }
-    l.sent.reset();
-    while (!l.waiting.empty()) {
-      const uint64_t k = l.waiting.front();
-      l.waiting.pop_front();
-      if (send(k)) {
-        l.sent = k;
-        ++sent;
-        break;
-      }
-    }
-    it = l.sent || !l.waiting.empty() ? std::next(it) : lines_.erase(it);
-  }
-  return sent;
-}
-
 }  // namespace wireup

@@ -3,15 +3,10 @@
 // window is per role because active QPs wait on a remote peer's accept: if they could take
 // the places passive accepts need, two ranks whose windows filled with their own connects
 // would wait on each other forever. Pairs ready for a QP queue here in arrival order.
-// And NoticeLines, for the requests that have no QP at all (the abandon and rtu_lost notices).
+// (The notices, which have no QP at all, go one per host in Notices' lines: notices.h.)
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <map>
-#include <optional>
-#include <string>
-#include <vector>
 
 #include "cm/connection.h"
 #include "wireup/fifo.h"
@@ -53,31 +48,6 @@ class Admission {
   uint32_t connects_ = 0;
   uint32_t qps_[2] = {0, 0};  // cm::Role as index
   KeyQueue waiters_[2];
-};
-
-// QP-less requests (abandon and rtu_lost notices): one on the wire per destination host, the
-// rest wait in order. They all carry QPN 0, and the IB CM refuses a REQ whose sender (CA, QPN)
-// one of its ids still holds with REJ 10 (cm_match_req's stale-connection check, one table
-// per node): a second notice of ours reaching a node before the first is answered would be
-// refused there, unseen by its engine. Notices to other hosts never meet, so they do not wait
-// behind one whose host is slow to answer (or dead).
-class NoticeLines {
- public:
-  // `key` (a pair) has a notice for `host` (the peer's address without its port) ready to send.
-  void wait(const std::string& host, uint64_t key);
-  // On every line whose last notice is no longer on the wire (`on_wire(key)` false), offers the
-  // waiting keys in order to `send` until one is on the wire (`send` true) or none is left.
-  // Lines with nothing sent and nothing waiting are forgotten. Returns how many were sent.
-  int pump(const std::function<bool(uint64_t)>& on_wire, const std::function<bool(uint64_t)>& send);
-  size_t lines() const { return lines_.size(); }
-  void clear() { lines_.clear(); }
-
- private:
-  struct Line {
-    std::optional<uint64_t> sent;  // the last notice sent on it
-    KeyQueue waiting;
-  };
-  std::map<std::string, Line> lines_;
 };
 
 }  // namespace wireup

@@ -1,8 +1,9 @@
 // Engine lifecycle: creation, the peer table, start, the progress loop and its timers, event
 // dispatch, the end of the setup channel, teardown.
 // The active side is in engine_active.cc, the passive side and the steady channel in
-// engine_passive.cc, the RTU repair in engine_repair.cc, the checks of the options and the
-// connection profile in engine_checks.cc.
+// engine_passive.cc, the notices in engine_notices.cc (both kinds), engine_abandon.cc and
+// engine_repair.cc (the RTU repair), the checks of the options and the connection profile in
+// engine_checks.cc.
 #include "wireup/engine.h"
 
 #include <algorithm>
@@ -31,6 +32,7 @@ void Engine::teardown() {
   // the listener, then the setup channel (anything still queued on it is dropped unread).
   removed_.clear();
   if (channels_.setup) channels_.setup->graveyard.clear();
+  notices_.clear();
   pairs_.clear();
   if (channels_.setup) {
     channels_.setup->listeners.clear();
@@ -197,12 +199,11 @@ void Engine::on_cm_event(prov::CmEvent& ev) {
 
 void Engine::on_connection_changed(cm::Connection& c) {
   // Only a connection the engine still holds reports here (retire() detaches the others),
-  // and a pair holds at most one: either its connect or its rtu_lost notice.
+  // and a pair holds at most one: either its connect or its notice (rtu_lost or abandon).
   Pair* p = pairs_.at(c.tag());
   if (p == nullptr) return;
   if (auto* cs = p->as<Connecting>(); cs && cs->conn.get() == &c) return after_event(*p);
-  if (auto* pr = p->as<Probing>(); pr && pr->notice->conn.get() == &c) return after_notice(*p);
-  if (auto* f = p->as<Failed>(); f && f->abandon_conn.get() == &c) return after_abandon(*p);
+  if (notices_.holds(c.tag(), c)) return notice_changed(*p);
   WIREUP_LOG(error, "rank %u: event of a connection to rank %u lane %u that the pair (%s) does not hold", opt().rank,
              c.peer(), c.lane(), to_string(p->state()));
 }
@@ -284,7 +285,6 @@ Result<int> Engine::progress() {
     work += start_connects(t);
     if (admission_.qp_grant_ready()) work += grant_qps();
     work += start_due_notices();
-    work += start_due_abandons();
     // Last: what the loops above answered or retired frees the line for the next notice.
     work += send_queued_notices();
     channels_.setup->graveyard.clear();  // every event of these ids was acked in the loops above
@@ -299,11 +299,11 @@ Result<int> Engine::progress() {
 Nanos Engine::next_wakeup(const Nanos t) const {
   if (!life_.started) return Nanos::max();
   if (!downs_due_.empty()) return t;  // a peer-down declared outside progress() awaits delivery
-  const Nanos abandon_due = retries_.next_due(RetryScheduler::Queue::abandon);
+  const Nanos abandon_due = notices_.next_due(Notices::Kind::abandon);
   if (pairs_.open() == 0) {
     if (!channels_.setup) return Nanos::max();
     if (opt().on_demand) return abandon_due == Nanos::max() ? abandon_due : std::max(t, abandon_due);
-    return std::max(t, std::min(std::max(linger_until(), abandon_until()), abandon_due));
+    return std::max(t, std::min(std::max(linger_until(), notices_.abandon_until()), abandon_due));
   }
   const bool room = admission_.connect_room();
   if (admission_.qp_grant_ready()) return t;
@@ -311,8 +311,8 @@ Nanos Engine::next_wakeup(const Nanos t) const {
             : od_.deadlines.empty() ? Nanos::max()
                                     : od_.deadlines.front().first;
   if (room && !pairs_.all_started()) w = std::min(w, first_connect_due());
-  if (room) w = std::min(w, retries_.next_due(RetryScheduler::Queue::connect));
-  w = std::min(w, retries_.next_due(RetryScheduler::Queue::notice));
+  if (room) w = std::min(w, retries_.next_due());
+  w = std::min(w, notices_.next_due(Notices::Kind::rtu_lost));
   w = std::min(w, abandon_due);
   return std::max(t, w);
 }
@@ -345,7 +345,7 @@ void Engine::maybe_end_setup() {
   // Neither can happen without a device.
   if (!life_.device_lost) {
     const Nanos t = now();
-    if (t < linger_until() || t < abandon_until()) return;
+    if (t < linger_until() || notices_.abandoning(t)) return;
   }
   // Nobody needs our listener any more: turn away what is still queued, then close.
   Setup& s = *channels_.setup;
@@ -358,7 +358,7 @@ void Engine::maybe_end_setup() {
   rails_.release();
   pairs_.release_start_order();
   admission_.drop_waiters();
-  notice_lines_.clear();
+  notices_.close_lines();
   WIREUP_LOG(info, "rank %u: wireup done, setup channel closed", opt().rank);
 }
 
@@ -408,10 +408,8 @@ size_t Engine::live_ids() const {
   for (const Pair& p : pairs_) {
     if (auto* c = p.as<Connecting>(); c && c->conn && c->conn->id()) ++n;
     if (auto* e = p.as<Established>(); e && e->id) ++n;
-    if (auto* pr = p.as<Probing>(); pr && pr->notice->conn && pr->notice->conn->id()) ++n;
-    if (auto* f = p.as<Failed>(); f && f->abandon_conn && f->abandon_conn->id()) ++n;
   }
-  return n;
+  return n + notices_.live_ids();
 }
 
 }  // namespace wireup

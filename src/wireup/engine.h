@@ -9,11 +9,12 @@
 // costs another its connection.
 //
 // The engine orchestrates parts that each own one thing: the pair table (where each pair
-// stands), admission (the windows), the retry scheduler (the only place retries are
-// decided and queued), the request gate, the repair protocol, the wire builders and the
-// records handed back. Events reach it typed: the listener's and the steady ids' events come
-// to the engine's own sink (by tag), a connecting id's to its cm::Connection, which tells the
-// engine through cm::ConnectionObserver.
+// stands), admission (the windows), the retry scheduler (where connect retries are decided
+// and queued), the notices (the QP-less requests this rank sends: rtu_lost, abandon), the
+// request gate, the repair protocol, the wire builders and the records handed back. Events
+// reach it typed: the listener's and the steady ids' events come to the engine's own sink (by
+// tag), a connecting id's to its cm::Connection, which tells the engine through
+// cm::ConnectionObserver.
 #pragma once
 
 #include <deque>
@@ -29,6 +30,7 @@
 #include "qp/factory.h"
 #include "wireup/admission.h"
 #include "wireup/engine_types.h"
+#include "wireup/notices.h"
 #include "wireup/pair_table.h"
 #include "wireup/peer_down.h"
 #include "wireup/peer_table.h"
@@ -71,7 +73,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   std::vector<prov::Device*> devices() const;
   // Every planned pair is established or given up on. The setup channel may stay open
   // after this for EngineOptions::rtu_linger, and while an abandon notice (engine_abandon.cc)
-  // is on its way (at most kAbandonBound): keep calling progress().
+  // is on its way (at most Notices::kAbandonBound): keep calling progress().
   bool done() const { return life_.started && pairs_.open() == 0; }
   // When progress() next has something to do without a CM event: now() if it has work ready
   // (a start or a QP grant within its window, a retry that is due), else the earliest timer
@@ -194,13 +196,8 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
     Nanos progressed_at{0};  // the clock reading of the last progress() (or start())
     Nanos deadline{0};
     Nanos last_active_established = cm::kUnset;
-    uint32_t abandons_in_flight = 0;            // abandon notices in flight
-    Nanos abandon_until = cm::kUnset; // the setup channel waits for them until then
     bool device_lost = false;          // see device_lost()
   };
-  // How long the end of wireup waits for abandon notices still in flight: their peers answer
-  // at once when reachable; one that is not falls back to its own wireup timeout.
-  static constexpr Nanos kAbandonBound = std::chrono::seconds(10);
   // What only on demand needs (engine_on_demand.cc).
   struct OnDemand {
     AddressCallback address_cb;
@@ -265,11 +262,11 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause = PeerError::Cause::failed);
   // Leaves `connecting` (back to waiting): windows released, the connection retired.
   void abandon_attempt(Pair& p);
-  // Retires whatever connection the pair's state holds and releases its windows; the state
-  // itself is left for the caller to replace.
+  // Retires whatever connection the pair's state (or its notice) holds and releases its
+  // windows; the state itself is left for the caller to replace.
   void release_state(Pair& p);
   // The failure a passive pair would report at the deadline, taken out of its state.
-  static std::unique_ptr<cm::Failure> take_last(Pair& p);
+  std::unique_ptr<cm::Failure> take_last(Pair& p);
   void expire();
   void expire_pair(Pair& p);
 
@@ -328,31 +325,28 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   int dispatch_device(Nanos now);
   void bury_removed();
 
-  // final answers told across (engine_abandon.cc)
-  bool owes_abandon(const Pair& p, const cm::Failure& f, PeerError::Cause cause) const;
-  void announce_abandon(Pair& p);
-  void send_abandon(Pair& p);
-  void after_abandon(Pair& p);
-  void end_abandon(Pair& p);
-  int start_due_abandons();
-  void handle_abandon(prov::CmEvent& ev, const GateVerdict& v);
-  Nanos abandon_until() const;
-
-  // QP-less requests on the wire, one per destination host (engine_notices.cc, NoticeLines)
-  // The notice connection a pair holds (its abandon or rtu_lost notice), or nullptr.
-  cm::Connection* notice_of(Pair& p);
+  // QP-less requests on the wire, both kinds (engine_notices.cc; their state is notices_).
   // A notice whose route is resolved joins its host's line (sent by send_queued_notices()).
   void queue_notice(Pair& p);
   // Sends the next waiting notice of every line whose last one is answered (or gone).
   int send_queued_notices();
+  // An event of the pair's notice connection: its route resolved, or its answer.
+  void notice_changed(Pair& p);
+  // The notices whose backoff is over, sent again.
+  int start_due_notices();
+
+  // final answers told across (engine_abandon.cc)
+  bool owes_abandon(const Pair& p, const cm::Failure& f, PeerError::Cause cause) const;
+  void announce_abandon(Pair& p);
+  void send_abandon(Pair& p);
+  void abandon_answered(Pair& p, const cm::Failure& answer);
+  void handle_abandon(prov::CmEvent& ev, const GateVerdict& v);
 
   // the RTU repair (engine_repair.cc)
   // Sends (again) the notice for the pair's newest attempt; `p` is waiting (our REP retries
   // just ran out) or probing (a notice's retry is due).
   void start_notice(Pair& p);
-  void after_notice(Pair& p);
   void settle_notice(Pair& p, const cm::Failure& answer);
-  int start_due_notices();
   void answer_notice(prov::CmEvent& ev, const GateVerdict& v);
   void tear_down_established(Pair& p);
   cm::Failure rtu_lost_failure(const Pair& p, int status, const std::string& why) const;
@@ -367,8 +361,8 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   std::vector<Removed> removed_;     // after channels_: destroyed before the steady channel
   PeerTable peers_;
   PairTable pairs_;
+  Notices notices_;  // after pairs_: keyed by their indexes
   Admission admission_;
-  NoticeLines notice_lines_;  // QP-less requests, one on the wire per destination host
   RetryScheduler retries_;
   Records records_;
   Stats stats_;

@@ -27,77 +27,40 @@ bool Engine::owes_abandon(const Pair& p, const cm::Failure& f, PeerError::Cause 
   }
 }
 
-Nanos Engine::abandon_until() const { return life_.abandons_in_flight > 0 ? life_.abandon_until : Nanos{0}; }
-
 void Engine::announce_abandon(Pair& p) {
-  auto* f = p.as<Failed>();
-  if (f == nullptr || !channels_.setup || f->abandon_pending) return;
-  f->abandon_pending = true;
-  f->abandon_tries = 0;
-  ++life_.abandons_in_flight;
+  if (p.state() != PairState::failed || !channels_.setup || !notices_.open_abandon(pairs_.index(p))) return;
   ++stats_[Counter::abandons_sent];
   send_abandon(p);
 }
 
 void Engine::send_abandon(Pair& p) {
-  auto* f = p.as<Failed>();
-  if (f == nullptr || !f->abandon_pending || !channels_.setup) return;
+  const uint64_t key = pairs_.index(p);
+  if (p.state() != PairState::failed || notices_.find(key) == nullptr || !channels_.setup) return;
   const uint64_t nonce = fixed_.wire.fresh_nonce();
   cm::Spec spec = spec_for(p, nonce);
-  if (spec.remote.empty()) return end_abandon(p);  // no address (cannot happen for a planned pair)
+  if (spec.remote.empty()) return retire(notices_.close(key));  // no address (cannot happen for a planned pair)
   (void)spec.private_data.assign(fixed_.wire.abandon(p.peer, p.lane, p.attempt, nonce));
-  ++f->abandon_tries;
-  life_.abandon_until = now() + kAbandonBound;
+  retire(notices_.begin_try(key, now()));
   auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec, this);
   if (!c) {
     WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice could not start: %s", opt().rank, p.peer, p.lane,
                c.error().message().c_str());
-    return end_abandon(p);
+    return retire(notices_.close(key));
   }
-  f->abandon_conn = std::move(c).value();
+  notices_.hold(key, std::move(c).value());
 }
 
-void Engine::end_abandon(Pair& p) {
-  auto* f = p.as<Failed>();
-  if (f == nullptr || !f->abandon_pending) return;
-  retire(std::move(f->abandon_conn));
-  f->abandon_pending = false;
-  --life_.abandons_in_flight;
-}
-
-void Engine::after_abandon(Pair& p) {
-  auto* f = p.as<Failed>();
-  if (f == nullptr || !f->abandon_conn) return;
-  cm::Connection& c = *f->abandon_conn;
-  // No QP, so no QP window; but one QP-less request per host on the wire (NoticeLines).
-  if (c.state() == cm::State::route_resolved) return queue_notice(p);
-  if (c.state() != cm::State::failed) return;
-  const cm::Failure answer = failure_of(c);
-  retire(std::move(f->abandon_conn));
-  if (peer_reject_code(answer) == RejectCode::abandon_noted) return end_abandon(p);
+void Engine::abandon_answered(Pair& p, const cm::Failure& answer) {
+  const uint64_t key = pairs_.index(p);
+  if (peer_reject_code(answer) == RejectCode::abandon_noted) return retire(notices_.close(key));
   // A notice that did not reach the peer's engine, or found it not ready, is sent again, like a
   // connect, within the pair's attempt budget (notice_undelivered says which answers those are).
-  if (notice_undelivered(answer) && f->abandon_tries < opt().max_attempts) {
-    const Nanos at = retries_.schedule(RetryScheduler::Queue::abandon, pairs_.index(p), f->abandon_tries, now());
-    life_.abandon_until = std::max(life_.abandon_until, at + kAbandonBound);
-    return;
-  }
+  const uint32_t tries = notices_.find(key)->tries;
+  if (notice_undelivered(answer) && tries < opt().max_attempts)
+    return notices_.retry_at(key, retries_.due_after(tries, now()));
   WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice was not taken: %s", opt().rank, p.peer, p.lane,
              answer.describe().c_str());
-  end_abandon(p);
-}
-
-int Engine::start_due_abandons() {
-  if (retries_.next_due(RetryScheduler::Queue::abandon) == Nanos::max()) return 0;
-  int work = 0;
-  while (auto i = retries_.pop_due(RetryScheduler::Queue::abandon, now())) {
-    Pair* p = pairs_.at(*i);
-    auto* f = p ? p->as<Failed>() : nullptr;
-    if (f == nullptr || !f->abandon_pending || f->abandon_conn) continue;
-    send_abandon(*p);
-    ++work;
-  }
-  return work;
+  retire(notices_.close(key));
 }
 
 void Engine::handle_abandon(prov::CmEvent& ev, const GateVerdict& v) {

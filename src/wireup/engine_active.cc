@@ -35,7 +35,7 @@ int Engine::start_connects(Nanos t) {
   int work = 0;
   while (admission_.connect_room()) {
     Pair* p = nullptr;
-    if (auto i = retries_.pop_due(RetryScheduler::Queue::connect, t)) {
+    if (auto i = retries_.pop_due(t)) {
       p = pairs_.at(*i);
     } else if (!pairs_.all_started()) {
       // Start order is nearest peer first, so the due times along it only grow (incast.h):
@@ -121,20 +121,17 @@ void Engine::release_state(Pair& p) {
     if (cs->holds_qp_place) admission_.release_qp(p.role);
     cs->holds_qp_place = false;
     retire(std::move(cs->conn));
-  } else if (auto* pr = p.as<Probing>()) {
-    if (pr->notice) retire(std::move(pr->notice->conn));
-  } else if (auto* f = p.as<Failed>(); f && f->abandon_pending) {
-    retire(std::move(f->abandon_conn));
-    f->abandon_pending = false;
-    --life_.abandons_in_flight;
   }
+  // A probing pair's rtu_lost notice, a failed one's abandon: they end with the state.
+  retire(notices_.close(pairs_.index(p)));
 }
 
 std::unique_ptr<cm::Failure> Engine::take_last(Pair& p) {
   if (auto* w = p.as<Waiting>()) return std::move(w->last);
   if (auto* c = p.as<Connecting>()) return std::move(c->last);
-  if (auto* pr = p.as<Probing>(); pr && pr->notice) return std::make_unique<cm::Failure>(pr->notice->unreachable);
-  return nullptr;
+  if (p.state() != PairState::probing) return nullptr;
+  const Notices::Notice* n = notices_.find(pairs_.index(p));
+  return n != nullptr ? std::make_unique<cm::Failure>(n->unreachable) : nullptr;
 }
 
 void Engine::abandon_attempt(Pair& p) {
@@ -242,7 +239,7 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f, std::optional<uint32_t> ra
       }
       if (p.attempt < opt().max_attempts) {
         ++stats_[Counter::retries];
-        (void)retries_.schedule(RetryScheduler::Queue::connect, pairs_.index(p), p.attempt, now());
+        (void)retries_.schedule(pairs_.index(p), p.attempt, now());
         return;
       }
       return give_up(p, f, PeerError::Cause::device_removed);
@@ -273,7 +270,7 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f, std::optional<uint32_t> ra
   // our new REQ travel apart): a duplicate is retried, within the attempts.
   if (opt().on_demand && peer_reject_code(f) == RejectCode::duplicate && p.attempt < opt().max_attempts) {
     ++stats_[Counter::retries];
-    (void)retries_.schedule(RetryScheduler::Queue::connect, pairs_.index(p), p.attempt, now());
+    (void)retries_.schedule(pairs_.index(p), p.attempt, now());
     return;
   }
   if (retries_.after_failure(pairs_.index(p), f, p.attempt, now()).retry) {
@@ -289,7 +286,7 @@ void Engine::give_up(Pair& p, const cm::Failure& f, PeerError::Cause cause) {
   PeerError e{p.peer, p.lane, p.role, p.attempt, cause, peer_reject_code(f), f};
   WIREUP_LOG(warn, "wireup: %s", e.describe().c_str());
   const bool owes = owes_abandon(p, f, cause);
-  pairs_.become(p, Failed{records_.put_error(pairs_.index(p), std::move(e)), nullptr});
+  pairs_.become(p, Failed{records_.put_error(pairs_.index(p), std::move(e))});
   records_.lane(LaneEvent{p.peer, p.lane, LaneEvent::Kind::failed, p.as<Failed>()->error});
   ++stats_[Counter::failed];
   if (owes) announce_abandon(p);
@@ -301,6 +298,7 @@ void Engine::expire() {
     expire_pair(p);
   }
   retries_.clear();
+  notices_.drop_retries();
   admission_.drop_waiters();
 }
 

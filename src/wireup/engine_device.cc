@@ -134,6 +134,7 @@ void Engine::lose_device(const std::string& why) {
     give_up(p, f, PeerError::Cause::device_removed);
   }
   retries_.clear();
+  notices_.drop_retries();
   admission_.drop_waiters();
 }
 

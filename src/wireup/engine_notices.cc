@@ -1,54 +1,65 @@
-// QP-less requests (abandon and rtu_lost notices) go out one at a time per destination host.
-// Each carries QPN 0; the peer node's CM refuses a REQ from a (CA, QPN) one of its ids still
-// holds with REJ 10 (cm_match_req), so a notice reaching a node while our previous one waits
-// there for its answer would never reach that node's engine. Routes resolve in parallel; only
-// the REQ waits its turn (NoticeLines in admission.h).
-#include <algorithm>
-
+// QP-less requests (rtu_lost and abandon notices), carried out: their state is Notices'
+// (notices.h); here are the calls it needs. Each notice carries QPN 0; the peer node's CM
+// refuses a REQ from a (CA, QPN) one of its ids still holds with REJ 10 (cm_match_req), so a
+// notice reaching a node while our previous one waits there for its answer would never reach
+// that node's engine. Routes resolve in parallel; only the REQ waits its turn in its host's
+// line.
 #include "wireup/engine.h"
 
 namespace wireup {
-
-cm::Connection* Engine::notice_of(Pair& p) {
-  if (auto* f = p.as<Failed>()) return f->abandon_conn.get();
-  if (auto* pr = p.as<Probing>(); pr && pr->notice) return pr->notice->conn.get();
-  return nullptr;
-}
 
 void Engine::queue_notice(Pair& p) {
   prov::SockAddr host;
   if (auto a = peers_.address(p.peer)) host = *a;
   host.set_port(0);
   // Sent at the end of this progress() call, in line order (send_queued_notices).
-  notice_lines_.wait(host.to_string(), pairs_.index(p));
+  notices_.route_resolved(pairs_.index(p), host.to_string());
 }
 
 int Engine::send_queued_notices() {
   // Nearly always: no line at all (notices are a repair path), and then nothing is built.
-  if (notice_lines_.lines() == 0) return 0;
-  auto on_wire = [this](uint64_t key) {
-    Pair* p = pairs_.at(key);
-    cm::Connection* c = p ? notice_of(*p) : nullptr;
-    // Until its answer (an event) moves it on; progress() calls here after every dispatch.
-    return c != nullptr && c->state() == cm::State::connecting;
-  };
-  auto send = [this](uint64_t key) {
-    Pair* p = pairs_.at(key);
-    cm::Connection* c = p ? notice_of(*p) : nullptr;
-    if (c == nullptr || c->state() != cm::State::route_resolved) return false;  // retired or moved on meanwhile
+  if (!notices_.lines_busy()) return 0;
+  return notices_.send_queued(now(), [this](uint64_t key) {
+    cm::Connection* c = notices_.find(key)->conn.get();
+    if (c == nullptr || c->state() != cm::State::route_resolved) return false;  // moved on meanwhile
     (void)c->send_notice();
-    if (c->state() == cm::State::connecting) {
-      // The end of wireup waits for an abandon notice that only now leaves (kAbandonBound).
-      if (p->state() == PairState::failed)
-        life_.abandon_until = std::max(life_.abandon_until, now() + kAbandonBound);
-      return true;
-    }
-    // rdma_connect refused it at once: its owner settles that like any other answer.
-    if (p->state() == PairState::failed) after_abandon(*p);
-    else after_notice(*p);
+    if (c->state() == cm::State::connecting) return true;
+    // rdma_connect refused it at once: settled like any other answer.
+    notice_changed(*pairs_.at(key));
     return false;
-  };
-  return notice_lines_.pump(on_wire, send);
+  });
+}
+
+void Engine::notice_changed(Pair& p) {
+  const uint64_t key = pairs_.index(p);
+  const Notices::Notice* n = notices_.find(key);
+  if (n == nullptr || !n->conn) return;
+  const cm::Connection& c = *n->conn;
+  // No QP, so no QP window; but one QP-less request per host on the wire (the lines).
+  if (c.state() == cm::State::route_resolved) return queue_notice(p);
+  if (c.state() != cm::State::failed) return;
+  const cm::Failure answer = failure_of(c);
+  const Notices::Kind kind = n->kind;
+  retire(notices_.answered(key));
+  if (kind == Notices::Kind::abandon) return abandon_answered(p, answer);
+  settle_notice(p, answer);
+}
+
+int Engine::start_due_notices() {
+  int work = 0;
+  // Rare: most progress() calls have no notice waiting at all, and then not even the clock
+  // is read.
+  if (notices_.next_due(Notices::Kind::rtu_lost) != Nanos::max())
+    while (auto k = notices_.pop_due(Notices::Kind::rtu_lost, now())) {
+      start_notice(*pairs_.at(*k));
+      ++work;
+    }
+  if (notices_.next_due(Notices::Kind::abandon) != Nanos::max())
+    while (auto k = notices_.pop_due(Notices::Kind::abandon, now())) {
+      send_abandon(*pairs_.at(*k));
+      ++work;
+    }
+  return work;
 }
 
 }  // namespace wireup

@@ -27,71 +27,55 @@ cm::Failure Engine::rtu_lost_failure(const Pair& p, int status, const std::strin
 
 void Engine::start_notice(Pair& p) {
   if (!channels_.setup) return;
-  std::unique_ptr<Notice> n;
-  if (auto* pr = p.as<Probing>()) {
-    n = std::move(pr->notice);
-    retire(std::move(n->conn));
-  } else if (auto* w = p.as<Waiting>()) {
-    n = std::make_unique<Notice>();
-    if (w->last) n->unreachable = *w->last;
-  } else {
-    return;
-  }
-  if (n->attempt != p.attempt) {  // a newer attempt's RTU: a fresh budget
-    n->attempt = p.attempt;
-    n->tries = 0;
-  }
-  if (n->tries == 0 && n->unreachable.after_peer_established)
+  const uint64_t key = pairs_.index(p);
+  const Waiting* w = p.as<Waiting>();
+  if (w == nullptr && p.state() != PairState::probing) return;
+  Notices::Notice& n = notices_.open_probe(key, p.attempt, w != nullptr ? w->last.get() : nullptr);
+  if (n.tries == 0 && n.unreachable.after_peer_established)
     WIREUP_LOG(warn, "rank %u: %s: our side failed after the peer's RTU (%s); telling the peer", opt().rank,
-               pair_name(p.peer, p.lane, n->attempt).c_str(), n->unreachable.error.message().c_str());
-  else if (n->tries == 0)
+               pair_name(p.peer, p.lane, n.attempt).c_str(), n.unreachable.error.message().c_str());
+  else if (n.tries == 0)
     WIREUP_LOG(warn, "rank %u: %s: our REP retries ran out (every REP or every RTU lost); asking the peer",
-               opt().rank, pair_name(p.peer, p.lane, n->attempt).c_str());
-  ++n->tries;
+               opt().rank, pair_name(p.peer, p.lane, n.attempt).c_str());
+  retire(notices_.begin_try(key, now()));
   ++stats_[Counter::rtu_lost_sent];
   const uint64_t nonce = fixed_.wire.fresh_nonce();
   cm::Spec spec = spec_for(p, nonce);
-  (void)spec.private_data.assign(fixed_.wire.rtu_lost(p.peer, p.lane, n->attempt, nonce));
-  Probing& pr = pairs_.become(p, Probing{std::move(n)});
+  (void)spec.private_data.assign(fixed_.wire.rtu_lost(p.peer, p.lane, n.attempt, nonce));
+  pairs_.become(p, Probing{});
   auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec, this);
   if (!c) return settle_notice(p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
-  pr.notice->conn = std::move(c).value();
-}
-
-void Engine::after_notice(Pair& p) {
-  auto* pr = p.as<Probing>();
-  if (pr == nullptr || !pr->notice->conn) return;
-  cm::Connection& c = *pr->notice->conn;
-  // No QP, so no QP window; but one QP-less request per host on the wire (NoticeLines).
-  if (c.state() == cm::State::route_resolved) return queue_notice(p);
-  if (c.state() != cm::State::failed) return;
-  cm::Failure f = failure_of(c);
-  retire(std::move(pr->notice->conn));
-  settle_notice(p, f);
+  notices_.hold(key, std::move(c).value());
 }
 
 void Engine::settle_notice(Pair& p, const cm::Failure& a) {
-  Notice& n = *p.as<Probing>()->notice;
-  const uint32_t attempt = n.attempt;  // copied: the state changes below
+  const uint64_t key = pairs_.index(p);
+  const Notices::Notice& n = *notices_.find(key);
+  const uint32_t attempt = n.attempt;  // copied: the notice closes below
   const std::string at = "attempt " + std::to_string(attempt);
   const repair::Settled s = repair::settle(a, n.tries, opt().max_attempts);
   using C = PeerError::Cause;
   switch (s.outcome) {
-    case repair::Outcome::peer_reconnects:
+    case repair::Outcome::peer_reconnects: {
       WIREUP_LOG(info, "rank %u: %s: the peer never got our REP's answer through (RTU lost); it reconnects",
                  opt().rank, pair_name(p.peer, p.lane, attempt).c_str());
+      retire(notices_.close(key));
       // Reported only if the newer attempt never comes before the deadline.
       pairs_.become(p, Waiting{std::make_unique<cm::Failure>(rtu_lost_failure(
           p, a.status, "our REP retries for " + at +
                            " ran out though the peer was established (its RTUs were lost); it tore the lane "
                            "down to reconnect, and no newer attempt arrived"))});
       return;
-    case repair::Outcome::peer_retries:
+    }
+    case repair::Outcome::peer_retries: {
       // The peer retries on its own: wait for it as for any lost REP.
-      pairs_.become(p, Waiting{std::make_unique<cm::Failure>(n.unreachable)});
+      Waiting w{std::make_unique<cm::Failure>(n.unreachable)};
+      retire(notices_.close(key));
+      pairs_.become(p, std::move(w));
       return;
+    }
     case repair::Outcome::ask_again:
-      (void)retries_.schedule(RetryScheduler::Queue::notice, pairs_.index(p), n.tries, now());
+      notices_.retry_at(key, retries_.due_after(n.tries, now()));
       return;
     case repair::Outcome::give_up:
       break;
@@ -121,21 +105,6 @@ void Engine::settle_notice(Pair& p, const cm::Failure& a) {
   if (n.unreachable.after_peer_established)
     why = "our side failed after the peer's RTU for " + at + " (" + n.unreachable.error.message() + "); " + why;
   give_up(p, rtu_lost_failure(p, a.status, why), s.cause);
-}
-
-int Engine::start_due_notices() {
-  // Rare: most progress() calls have no notice waiting at all, and then not even the clock
-  // is read.
-  if (retries_.next_due(RetryScheduler::Queue::notice) == Nanos::max()) return 0;
-  int work = 0;
-  while (auto i = retries_.pop_due(RetryScheduler::Queue::notice, now())) {
-    Pair* p = pairs_.at(*i);
-    auto* pr = p ? p->as<Probing>() : nullptr;
-    if (pr == nullptr || pr->notice->conn) continue;  // the peer's newer attempt came meanwhile
-    start_notice(*p);
-    ++work;
-  }
-  return work;
 }
 
 // --- the active side: the answer ------------------------------------------------------------
@@ -173,7 +142,7 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
     case A::abandon_and_retry:
       abandon_attempt(*p);
       ++stats_[Counter::retries];
-      (void)retries_.schedule(RetryScheduler::Queue::connect, pairs_.index(*p), p->attempt, now());
+      (void)retries_.schedule(pairs_.index(*p), p->attempt, now());
       return;
     case A::abandon_and_give_up:
       abandon_attempt(*p);
@@ -187,7 +156,7 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
       tear_down_established(*p);
       ++stats_[Counter::repairs];
       ++stats_[Counter::retries];
-      (void)retries_.schedule(RetryScheduler::Queue::connect, pairs_.index(*p), p->attempt, now());
+      (void)retries_.schedule(pairs_.index(*p), p->attempt, now());
       return;
     case A::tear_down_and_give_up:
       ++stats_[Counter::repairs_refused];

@@ -8,10 +8,10 @@
 //                whether it counts against the QP window.
 //   established  only the id (migrated to the steady channel) and the QP until the transport
 //                takes it; `result` is its record in Records.
-//   failed       given up; `error` is its record in Records; on the active side, while the
-//                abandon notice that tells the passive side is in flight, its connection.
+//   failed       given up; `error` is its record in Records. On the active side an abandon
+//                notice may tell the passive side meanwhile (Notices, notices.h, holds it).
 //   probing      passive only: our REP retries ran out and a rtu_lost notice asks the active
-//                side whether it is established (repair.h).
+//                side whether it is established (repair.h); Notices holds the notice.
 //   idle         on demand only (EngineOptions::on_demand): nothing asked and nothing held, as
 //                after a disconnect; connect() or the peer's request reopens it.
 //
@@ -48,14 +48,6 @@ inline uint64_t pair_key(uint32_t peer, uint32_t lane) { return (uint64_t(peer) 
 inline uint32_t key_peer(uint64_t k) { return static_cast<uint32_t>(k >> 16); }
 inline uint16_t key_lane(uint64_t k) { return static_cast<uint16_t>(k & 0xffff); }
 
-// A rtu_lost notice in flight or waiting for its next try (rare: kept out of line).
-struct Notice {
-  std::unique_ptr<cm::Connection> conn;  // null while waiting out a backoff
-  uint32_t attempt = 0;                  // the attempt whose RTU never came
-  uint32_t tries = 0;
-  cm::Failure unreachable;               // why we asked: reported if the peer never answers
-};
-
 struct Waiting {
   std::unique_ptr<cm::Failure> last;  // passive: reported at the deadline if nothing better came
 };
@@ -72,13 +64,8 @@ struct Established {
 };
 struct Failed {
   uint32_t error = 0;
-  std::unique_ptr<cm::Connection> abandon_conn;  // active: the abandon notice, while in flight
-  uint32_t abandon_tries = 0;               // notices sent (a busy peer is asked again)
-  bool abandon_pending = false;             // in flight, or waiting to be sent again
 };
-struct Probing {
-  std::unique_ptr<Notice> notice;
-};
+struct Probing {};
 struct Idle {};
 
 class PairTable;

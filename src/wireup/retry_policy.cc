@@ -68,9 +68,11 @@ double RetryScheduler::draw() {
   return static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0;
 }
 
-Nanos RetryScheduler::schedule(Queue q, uint64_t key, uint32_t attempt, Nanos now) {
-  const Nanos at = now + backoff(policy_, attempt, draw());
-  queue(q).emplace(at, key);
+Nanos RetryScheduler::due_after(uint32_t attempt, Nanos now) { return now + backoff(policy_, attempt, draw()); }
+
+Nanos RetryScheduler::schedule(uint64_t key, uint32_t attempt, Nanos now) {
+  const Nanos at = due_after(attempt, now);
+  connects_.emplace(at, key);
   return at;
 }
 
@@ -80,18 +82,11 @@ RetryDecision RetryScheduler::after_failure(uint64_t key, const cm::Failure& f, 
   return d;
 }
 
-std::optional<uint64_t> RetryScheduler::pop_due(Queue q, Nanos now) {
-  auto& m = queue(q);
-  if (m.empty() || m.begin()->first > now) return std::nullopt;
-  const uint64_t k = m.begin()->second;
-  m.erase(m.begin());
+std::optional<uint64_t> RetryScheduler::pop_due(Nanos now) {
+  if (connects_.empty() || connects_.begin()->first > now) return std::nullopt;
+  const uint64_t k = connects_.begin()->second;
+  connects_.erase(connects_.begin());
   return k;
-}
-
-void RetryScheduler::clear() {
-  connects_.clear();
-  notices_.clear();
-  abandons_.clear();
 }
 
 }  // namespace wireup

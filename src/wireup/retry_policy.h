@@ -1,6 +1,6 @@
 // When a failed attempt is tried again: a pure policy (which failures are worth another
-// attempt, and how long to wait) and the one scheduler that holds the retries that are due
-// later. Nothing else in the engine decides or schedules a retry.
+// attempt, and how long to wait) and the scheduler that holds the connects due later and draws
+// every backoff's jitter (a notice's retry waits in Notices, notices.h, with a delay drawn here).
 #pragma once
 
 #include <cstdint>
@@ -44,45 +44,37 @@ struct RetryDecision {
 // After `attempt` failed with `f` at `now`.
 RetryDecision decide(const RetryPolicy& p, const cm::Failure& f, uint32_t attempt, Nanos now, double u);
 
-// The retries that wait out their backoff, in two queues: connects (which also wait for a
-// place in the connect window) and rtu_lost notices (which do not). Entries name pairs (the
-// engine uses pair indexes); a pair that moved on meanwhile is skipped by whoever pops it.
+// The connects that wait out their backoff (and a place in the connect window), and the one
+// source of jitter for every backoff the engine waits, notices' included (Notices keeps their
+// queues). Entries name pairs (the engine uses pair indexes); a pair that moved on meanwhile is
+// skipped by whoever pops it.
 class RetryScheduler {
  public:
-  enum class Queue : uint8_t { connect, notice, abandon };
   RetryScheduler(RetryPolicy p, uint64_t seed) : policy_(p), rng_(seed) {}
 
   const RetryPolicy& policy() const { return policy_; }
-  // Schedules `key` after its `attempt`-th try (1-based); returns when it is due.
-  Nanos schedule(Queue q, uint64_t key, uint32_t attempt, Nanos now);
+  // When the try after the `attempt`-th (1-based) is due, from `now`: the backoff with a fresh
+  // jitter draw. Queues nothing.
+  Nanos due_after(uint32_t attempt, Nanos now);
+  // Schedules `key`'s connect after its `attempt`-th try; returns when it is due.
+  Nanos schedule(uint64_t key, uint32_t attempt, Nanos now);
   // Decides with decide() and schedules if it says retry.
   RetryDecision after_failure(uint64_t key, const cm::Failure& f, uint32_t attempt, Nanos now);
-  // The next key of `q` due at `now`, removed from the queue.
-  std::optional<uint64_t> pop_due(Queue q, Nanos now);
-  // The earliest due time of `q`, or Nanos::max().
-  // Inline: progress() and next_wakeup() ask each queue at every call, nearly always empty.
-  Nanos next_due(Queue q) const {
-    const auto& m = queue(q);
-    return m.empty() ? Nanos::max() : m.begin()->first;
-  }
-  void clear();
+  // The next key due at `now`, removed from the queue.
+  std::optional<uint64_t> pop_due(Nanos now);
+  // The earliest due time, or Nanos::max().
+  // Inline: progress() and next_wakeup() ask at every call, and the queue is nearly always empty.
+  Nanos next_due() const { return connects_.empty() ? Nanos::max() : connects_.begin()->first; }
+  void clear() { connects_.clear(); }
 
  private:
   double draw();
-  std::multimap<Nanos, uint64_t>& queue(Queue q) {
-    return q == Queue::connect ? connects_ : q == Queue::notice ? notices_ : abandons_;
-  }
-  const std::multimap<Nanos, uint64_t>& queue(Queue q) const {
-    return q == Queue::connect ? connects_ : q == Queue::notice ? notices_ : abandons_;
-  }
 
   RetryPolicy policy_;
-  // The jitter draws' state (SplitMix64, retry_policy.cc): 8 bytes where std::mt19937_64 took
-  // 2,504 in every engine; jitter only has to keep ranks' retries from aligning.
+  // The jitter draws' state (SplitMix64, retry_policy.cc): jitter only has to keep ranks'
+  // retries from aligning.
   uint64_t rng_;
   std::multimap<Nanos, uint64_t> connects_;
-  std::multimap<Nanos, uint64_t> notices_;
-  std::multimap<Nanos, uint64_t> abandons_;
 };
 
 }  // namespace wireup

@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <set>
+#include <functional>
+#include <string>
 
 #include "wireup/admission.h"
 #include "wireup/fifo.h"
@@ -105,20 +106,30 @@ TEST(RetryPolicy, DecideGivesUpOnTheLastAttemptAndOnFinalFailures) {
   EXPECT_FALSE(decide(p, rejected(prov::reject_reason::vendor_option), 1, now, 0).retry);
 }
 
-TEST(RetryScheduler, QueuesAreApartAndPopInDueOrder) {
+TEST(RetryScheduler, PopsInDueOrder) {
   RetryScheduler s(RetryPolicy{5, 10ms, 1s, 0}, 1);
-  EXPECT_EQ(s.next_due(RetryScheduler::Queue::connect), Nanos::max());
-  s.schedule(RetryScheduler::Queue::connect, 7, 2, 0s);  // due 20 ms
-  s.schedule(RetryScheduler::Queue::connect, 8, 1, 0s);  // due 10 ms
-  s.schedule(RetryScheduler::Queue::notice, 9, 1, 0s);
-  EXPECT_EQ(s.next_due(RetryScheduler::Queue::connect), 10ms);
-  EXPECT_FALSE(s.pop_due(RetryScheduler::Queue::connect, 5ms));
-  EXPECT_EQ(*s.pop_due(RetryScheduler::Queue::connect, 30ms), 8u);
-  EXPECT_EQ(*s.pop_due(RetryScheduler::Queue::connect, 30ms), 7u);
-  EXPECT_FALSE(s.pop_due(RetryScheduler::Queue::connect, 30ms));
-  EXPECT_EQ(*s.pop_due(RetryScheduler::Queue::notice, 30ms), 9u);
+  EXPECT_EQ(s.next_due(), Nanos::max());
+  s.schedule(7, 2, 0s);  // due 20 ms
+  s.schedule(8, 1, 0s);  // due 10 ms
+  EXPECT_EQ(s.due_after(1, 0s), 10ms) << "a notice's delay, queued nowhere";
+  EXPECT_EQ(s.next_due(), 10ms);
+  EXPECT_FALSE(s.pop_due(5ms));
+  EXPECT_EQ(*s.pop_due(30ms), 8u);
+  EXPECT_EQ(*s.pop_due(30ms), 7u);
+  EXPECT_FALSE(s.pop_due(30ms));
   EXPECT_FALSE(s.after_failure(1, failed(cm::FailKind::unreachable), 5, 0s).retry);
-  EXPECT_EQ(s.next_due(RetryScheduler::Queue::connect), Nanos::max()) << "a give-up schedules nothing";
+  EXPECT_EQ(s.next_due(), Nanos::max()) << "a give-up schedules nothing";
+}
+
+// Notices take their jitter from the connects' draws: one sequence, whichever asks.
+TEST(RetryScheduler, NoticeDelaysAndConnectsShareOneJitterSequence) {
+  const RetryPolicy p{5, 100ms, 10s, 0.5};
+  RetryScheduler a(p, 42), b(p, 42);
+  const Nanos a1 = a.due_after(1, 0s);
+  const Nanos a2 = a.schedule(3, 1, 0s);
+  EXPECT_EQ(b.schedule(3, 1, 0s), a1);
+  EXPECT_EQ(b.due_after(1, 0s), a2);
+  EXPECT_NE(a1, a2) << "two draws";
 }
 
 // --- admission ---------------------------------------------------------------------------------
@@ -164,34 +175,6 @@ struct GateRow {
   RejectCode want;  // none: admitted
   Admit admit;
 };
-
-// One QP-less request on the wire per host, the others of that host in order; another host's
-// line does not wait behind it.
-TEST(NoticeLines, OnePerHostOnTheWireTheRestInOrder) {
-  NoticeLines lines;
-  std::set<uint64_t> wire;  // what the test's "CM" has not answered yet
-  std::vector<uint64_t> sent;
-  auto on_wire = [&](uint64_t k) { return wire.count(k) > 0; };
-  auto send = [&](uint64_t k) {
-    if (k == 99) return false;  // moved on meanwhile: skipped, the next one goes
-    sent.push_back(k);
-    wire.insert(k);
-    return true;
-  };
-  lines.wait("10.0.0.1", 1);
-  lines.wait("10.0.0.1", 99);
-  lines.wait("10.0.0.1", 2);
-  lines.wait("10.0.0.2", 5);
-  EXPECT_EQ(lines.pump(on_wire, send), 2);
-  EXPECT_EQ(sent, (std::vector<uint64_t>{1, 5}));
-  EXPECT_EQ(lines.pump(on_wire, send), 0) << "1 and 5 are still on the wire";
-  wire.erase(1);  // answered
-  EXPECT_EQ(lines.pump(on_wire, send), 1);
-  EXPECT_EQ(sent, (std::vector<uint64_t>{1, 5, 2})) << "99 was skipped";
-  wire.clear();
-  EXPECT_EQ(lines.pump(on_wire, send), 0);
-  EXPECT_EQ(lines.lines(), 0u) << "idle lines are forgotten";
-}
 
 TEST(RequestGate, StrangerTable) {
   // Rank 1 of 4, 2 lanes. plan::initiates: 0 -> 1, 1 -> 2; between 1 and 3 (distance 2 in 4)
@@ -357,7 +340,7 @@ TEST(PairTable, OneStatePerPairAndStableIndexes) {
   EXPECT_EQ(last->lane, 1u);
   EXPECT_TRUE(t.all_started());
   EXPECT_EQ(t.next_to_start(), nullptr);
-  t.become(*p, Failed{3, nullptr});
+  t.become(*p, Failed{3});
   EXPECT_EQ(p->state(), PairState::failed);
   EXPECT_EQ(p->as<Failed>()->error, 3u);
   EXPECT_EQ(p->as<Waiting>(), nullptr);
