@@ -20,7 +20,8 @@ Engine::Engine(prov::Provider& p, Fixed f)
       admission_(fixed_.opt.connect_window, fixed_.opt.qp_window),
       retries_(RetryPolicy{fixed_.opt.max_attempts, fixed_.opt.backoff_initial, fixed_.opt.backoff_max,
                            fixed_.opt.backoff_jitter},
-               fixed_.opt.seed != 0 ? fixed_.opt.seed : 0x9e3779b97f4a7c15ULL * (fixed_.opt.rank + 1)) {
+               fixed_.opt.seed != 0 ? fixed_.opt.seed : 0x9e3779b97f4a7c15ULL * (fixed_.opt.rank + 1)),
+      od_(fixed_.opt.wireup_timeout) {
   stats_.attach(&records_.results());  // the phase samples are cut from the results
 }
 
@@ -307,9 +308,7 @@ Nanos Engine::next_wakeup(const Nanos t) const {
   }
   const bool room = admission_.connect_room();
   if (admission_.qp_grant_ready()) return t;
-  Nanos w = !opt().on_demand ? life_.deadline
-            : od_.deadlines.empty() ? Nanos::max()
-                                    : od_.deadlines.front().first;
+  Nanos w = opt().on_demand ? od_.next_deadline() : life_.deadline;
   if (room && !pairs_.all_started()) w = std::min(w, first_connect_due());
   if (room) w = std::min(w, retries_.next_due(RetryScheduler::Queue::connect));
   w = std::min(w, retries_.next_due(RetryScheduler::Queue::notice));

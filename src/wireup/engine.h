@@ -29,6 +29,7 @@
 #include "qp/factory.h"
 #include "wireup/admission.h"
 #include "wireup/engine_types.h"
+#include "wireup/on_demand.h"
 #include "wireup/pair_table.h"
 #include "wireup/peer_down.h"
 #include "wireup/peer_table.h"
@@ -140,14 +141,14 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   LaneState lane_state(uint32_t peer, uint32_t lane) const;
   bool on_demand() const { return opt().on_demand; }
   // Asked for a peer whose address the engine lacks; answer with add_peer(), now or later.
-  using AddressCallback = std::function<void(uint32_t peer)>;
-  void on_address_needed(AddressCallback cb) { od_.address_cb = std::move(cb); }
+  using AddressCallback = OnDemandAsks::AddressCallback;
+  void on_address_needed(AddressCallback cb) { od_.on_address_needed(std::move(cb)); }
   using LaneCallback = Records::LaneCallback;
   void on_lane_event(LaneCallback cb) { records_.on_lane_event(std::move(cb)); }
 
   // For tests and teardown accounting.
   size_t live_ids() const;
-  size_t deadlines_queued() const { return od_.deadlines.size(); }
+  size_t deadlines_queued() const { return od_.deadlines_queued(); }
   bool setup_channel_open() const { return channels_.setup != nullptr; }
   const PairTable& pairs() const { return pairs_; }
 
@@ -196,16 +197,6 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // How long the end of wireup waits for abandon notices still in flight: their peers answer
   // at once when reachable; one that is not falls back to its own wireup timeout.
   static constexpr Nanos kAbandonBound = std::chrono::seconds(10);
-  // What only on demand needs (engine_on_demand.cc).
-  struct OnDemand {
-    AddressCallback address_cb;
-    std::vector<uint32_t> address_asked;  // sorted: asked for, not answered yet
-    // Every ask's deadline (its first_start + wireup_timeout) with its pair's index, in ask
-    // order, which is deadline order: the front is the next one due. An entry whose pair
-    // settled or was asked again since (another first_start) is skipped, and dropped once
-    // such entries outnumber the open pairs (note_deadline).
-    Fifo<std::pair<Nanos, uint32_t>> deadlines;
-  };
   // The tags of the listeners on the engine's sink, rail r's kListenerTag - r (pair keys use
   // 48 bits).
   static constexpr uint64_t kListenerTag = ~uint64_t{0};
@@ -274,20 +265,11 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // The pair of (peer, lane) made or reopened for a new ask: waiting, `role`, its deadline set.
   Pair& lane_for(uint32_t peer, uint32_t lane, cm::Role role);
   void open_lane(Pair& p, cm::Role role);
-  // Queues the ask's deadline (p.first_start + wireup_timeout), dropping the stale ones when
-  // they outnumber the open pairs.
-  void note_deadline(const Pair& p);
-  // The deadline is still its pair's: open, and not asked again since.
-  bool deadline_live(const std::pair<Nanos, uint32_t>& d) const;
-  static constexpr size_t kDeadlineSlack = 64;
   // The pair a REQ is for, made or reopened if need be; a crossing is decided here (v refused
   // with `crossed` when ours wins).
   Pair* on_demand_request(GateVerdict& v);
   // One lane asked for: queued, or waiting for the peer's address.
   void ask_lane(Pair& p, bool address_known);
-  // The address callback, once per peer until add_peer() answers (or the ask times out).
-  void ask_address(uint32_t peer);
-  void forget_address_ask(uint32_t peer);
   // Our attempt (if any) goes; the pair waits for the peer's request within the same deadline.
   void wait_as_passive(Pair& p);
   // Our attempt was refused as the losing side of a crossing: wait for the peer's request.
@@ -369,7 +351,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   Stats stats_;
   StrangerLog strangers_;
   Lifecycle life_;
-  OnDemand od_;
+  OnDemandAsks od_;  // on demand only: address asks and deadlines (on_demand.h)
   PeerDownTracker downs_;
   std::vector<PeerDown> downs_due_;  // declared outside progress(): delivered by the next one
 };
