@@ -97,13 +97,7 @@ Status Engine::listen_on(uint32_t rail, const prov::SockAddr& addr) {
   // Bound to the device's address: the id names the device whose async events are ours.
   if (prov::Device* d = l.device()) {
     rails_.set_device(rail, d);
-    const bool subscribed =
-        std::any_of(devices_.begin(), devices_.end(), [&](const prov::DeviceSubscription& x) { return x.device() == d; });
-    if (!subscribed) {
-      auto sub = prov::DeviceSubscription::make(*d, *this, opt().async_events);
-      if (!sub) return sub.error();
-      devices_.push_back(std::move(sub).value());
-    }
+    WIREUP_TRY(watch_.watch(*d, *this, opt().async_events));
   }
   WIREUP_TRY(l.listen(opt().backlog));
   bound_.push_back(RailAddress{l.local_addr(), rails_.local()[rail].address.prefix_len});
@@ -266,7 +260,7 @@ Result<int> Engine::progress() {
     ++work;
   }
   // First: a COMM_EST answered now lets this very call see the ESTABLISHED it brings.
-  work += dispatch_device(t);
+  work += watch_.dispatch(t);
   if (channels_.setup) {
     // Bounded per call so a connection storm cannot starve the steady channel or the caller.
     const int n = prov::dispatch(*channels_.setup->channel, 256);
@@ -342,7 +336,7 @@ void Engine::maybe_end_setup() {
   // connection we initiated and will ask about it when its retries run out (rtu_linger).
   // An abandon notice still on its way tells a passive peer not to wait for us: give it time.
   // Neither can happen without a device.
-  if (!life_.device_lost) {
+  if (!watch_.lost()) {
     const Nanos t = now();
     if (t < linger_until() || t < abandon_until()) return;
   }
@@ -370,11 +364,7 @@ std::vector<int> Engine::fds() const {
   return v;
 }
 
-std::vector<prov::Device*> Engine::devices() const {
-  std::vector<prov::Device*> v;
-  for (const prov::DeviceSubscription& d : devices_) v.push_back(d.device());
-  return v;
-}
+std::vector<prov::Device*> Engine::devices() const { return watch_.devices(); }
 
 std::vector<prov::EventChannel*> Engine::channels() const {
   std::vector<prov::EventChannel*> v;

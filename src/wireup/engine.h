@@ -10,8 +10,9 @@
 //
 // The engine orchestrates parts that each own one thing: the pair table (where each pair
 // stands), admission (the windows), the retry scheduler (the only place retries are
-// decided and queued), the request gate, the repair protocol, the wire builders and the
-// records handed back. Events reach it typed: the listener's and the steady ids' events come
+// decided and queued), the request gate, the repair protocol, the wire builders, the
+// records handed back, on demand's asks and deadlines (on_demand.h) and the device watch
+// (device_watch.h). Events reach it typed: the listener's and the steady ids' events come
 // to the engine's own sink (by tag), a connecting id's to its cm::Connection, which tells the
 // engine through cm::ConnectionObserver.
 #pragma once
@@ -28,6 +29,7 @@
 #include "provider/provider.h"
 #include "qp/factory.h"
 #include "wireup/admission.h"
+#include "wireup/device_watch.h"
 #include "wireup/engine_types.h"
 #include "wireup/on_demand.h"
 #include "wireup/pair_table.h"
@@ -108,7 +110,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void on_device_report(DeviceCallback cb) { records_.on_device_event(std::move(cb)); }
   // This rank's device went away (DEVICE_REMOVAL or DEVICE_FATAL): nothing is accepted or
   // started any more, every open pair was reported (cause device_removed).
-  bool device_lost() const { return life_.device_lost; }
+  bool device_lost() const { return watch_.lost(); }
   // Transfers the QP of an established (peer, lane) to the caller.
   std::unique_ptr<prov::Qp> take_qp(uint32_t peer, uint32_t lane);
   // Disconnects everything, drains for at most `drain`, destroys ids (and QPs not taken).
@@ -192,7 +194,6 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
     Nanos last_active_established = cm::kUnset;
     uint32_t abandons_in_flight = 0;            // abandon notices in flight
     Nanos abandon_until = cm::kUnset; // the setup channel waits for them until then
-    bool device_lost = false;          // see device_lost()
   };
   // How long the end of wireup waits for abandon notices still in flight: their peers answer
   // at once when reachable; one that is not falls back to its own wireup timeout.
@@ -302,7 +303,6 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void lose_device(const std::string& why);
   // A steady id's DEVICE_REMOVAL: reported, then the id (and an untaken QP) destroyed.
   void remove_established(Pair& p);
-  int dispatch_device(Nanos now);
   void bury_removed();
 
   // final answers told across (engine_abandon.cc)
@@ -337,7 +337,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   prov::Provider& prov_;
   Fixed fixed_;
   // The listeners' devices (one per distinct device of the rails): their async events come here.
-  std::vector<prov::DeviceSubscription> devices_;
+  DeviceWatch watch_;
   RailRoutes rails_;
   std::vector<RailAddress> bound_;   // by rail: the address each listener is bound to (its port)
   Channels channels_;

@@ -31,7 +31,7 @@ Status Engine::check_peer_call(const char* call, uint32_t peer) const {
     return Error::make(ErrorCode::invalid_argument, call,
                        "rank " + std::to_string(peer) + " >= nranks " + std::to_string(opt().nranks));
   if (peer == opt().rank) return Error::make(ErrorCode::invalid_argument, call, "rank " + std::to_string(peer) + " is this rank");
-  if (life_.device_lost) return misuse(call, "this rank's device was removed");
+  if (watch_.lost()) return misuse(call, "this rank's device was removed");
   return Status::ok();
 }
 
