@@ -98,7 +98,7 @@ Status Engine::add_peer(const Peer& peer) {
   if (peer.rank == opt().rank) return Status::ok();  // our own, as a table would list it
   peers_.insert(peer.rank, a->front().addr);
   pair_rails(peer.rank, *a);
-  od_.answered(peer.rank);
+  od_.forget_ask(peer.rank);
   for (uint32_t lane = 0; lane < opt().lanes; ++lane) {
     Pair* p = pairs_.find(peer.rank, lane);
     if (p == nullptr || !p->awaiting_address) continue;

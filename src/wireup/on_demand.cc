@@ -12,7 +12,7 @@ bool OnDemandAsks::ask_address(uint32_t peer) {
   return true;
 }
 
-void OnDemandAsks::answered(uint32_t peer) {
+void OnDemandAsks::forget_ask(uint32_t peer) {
   auto it = std::lower_bound(address_asked_.begin(), address_asked_.end(), peer);
   if (it != address_asked_.end() && *it == peer) address_asked_.erase(it);
 }

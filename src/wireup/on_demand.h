@@ -30,11 +30,12 @@ class OnDemandAsks {
 
   void on_address_needed(AddressCallback cb) { address_cb_ = std::move(cb); }
   bool can_ask_address() const { return static_cast<bool>(address_cb_); }
-  // The callback, once per peer until answered(peer). It may answer (add_peer) before it
+  // The callback, once per peer until forget_ask(peer). It may answer (add_peer) before it
   // returns. Returns whether it was called.
   bool ask_address(uint32_t peer);
-  // The peer's address came: a later ask calls the callback again.
-  void answered(uint32_t peer);
+  // The peer's address came (add_peer), or the ask timed out: a later ask calls the callback
+  // again.
+  void forget_ask(uint32_t peer);
   bool address_asked(uint32_t peer) const;
 
   // Queues the deadline of `p`'s ask (its first_start + the timeout).

@@ -21,7 +21,7 @@ TEST(OnDemandAsks, AskAddressOncePerPeerUntilAnswered) {
   EXPECT_FALSE(od.ask_address(7));  // not answered yet: not asked twice
   EXPECT_TRUE(od.ask_address(3));
   EXPECT_TRUE(od.address_asked(7));
-  od.answered(7);
+  od.forget_ask(7);
   EXPECT_FALSE(od.address_asked(7));
   EXPECT_TRUE(od.address_asked(3));
   EXPECT_TRUE(od.ask_address(7));  // a later ask, after the answer, asks again
@@ -30,7 +30,7 @@ TEST(OnDemandAsks, AskAddressOncePerPeerUntilAnswered) {
 
 TEST(OnDemandAsks, AnAnswerWithinTheCallbackLeavesNoAskBehind) {
   OnDemandAsks od(seconds(300));
-  od.on_address_needed([&](uint32_t peer) { od.answered(peer); });
+  od.on_address_needed([&](uint32_t peer) { od.forget_ask(peer); });
   EXPECT_TRUE(od.ask_address(5));
   EXPECT_FALSE(od.address_asked(5));
   EXPECT_TRUE(od.ask_address(5));
