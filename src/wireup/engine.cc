@@ -21,7 +21,8 @@ Engine::Engine(prov::Provider& p, Fixed f)
       admission_(fixed_.opt.connect_window, fixed_.opt.qp_window),
       retries_(RetryPolicy{fixed_.opt.max_attempts, fixed_.opt.backoff_initial, fixed_.opt.backoff_max,
                            fixed_.opt.backoff_jitter},
-               fixed_.opt.seed != 0 ? fixed_.opt.seed : 0x9e3779b97f4a7c15ULL * (fixed_.opt.rank + 1)) {
+               fixed_.opt.seed != 0 ? fixed_.opt.seed : 0x9e3779b97f4a7c15ULL * (fixed_.opt.rank + 1)),
+      od_(fixed_.opt.wireup_timeout) {
   stats_.attach(&records_.results());  // the phase samples are cut from the results
 }
 
@@ -98,13 +99,7 @@ Status Engine::listen_on(uint32_t rail, const prov::SockAddr& addr) {
   // Bound to the device's address: the id names the device whose async events are ours.
   if (prov::Device* d = l.device()) {
     rails_.set_device(rail, d);
-    const bool subscribed =
-        std::any_of(devices_.begin(), devices_.end(), [&](const prov::DeviceSubscription& x) { return x.device() == d; });
-    if (!subscribed) {
-      auto sub = prov::DeviceSubscription::make(*d, *this, opt().async_events);
-      if (!sub) return sub.error();
-      devices_.push_back(std::move(sub).value());
-    }
+    WIREUP_TRY(watch_.watch(*d, *this, opt().async_events));
   }
   WIREUP_TRY(l.listen(opt().backlog));
   bound_.push_back(RailAddress{l.local_addr(), rails_.local()[rail].address.prefix_len});
@@ -266,7 +261,7 @@ Result<int> Engine::progress() {
     ++work;
   }
   // First: a COMM_EST answered now lets this very call see the ESTABLISHED it brings.
-  work += dispatch_device(t);
+  work += watch_.dispatch(t);
   if (channels_.setup) {
     // Bounded per call so a connection storm cannot starve the steady channel or the caller.
     const int n = prov::dispatch(*channels_.setup->channel, 256);
@@ -307,9 +302,7 @@ Nanos Engine::next_wakeup(const Nanos t) const {
   }
   const bool room = admission_.connect_room();
   if (admission_.qp_grant_ready()) return t;
-  Nanos w = !opt().on_demand ? life_.deadline
-            : od_.deadlines.empty() ? Nanos::max()
-                                    : od_.deadlines.front().first;
+  Nanos w = opt().on_demand ? od_.next_deadline() : life_.deadline;
   if (room && !pairs_.all_started()) w = std::min(w, first_connect_due());
   if (room) w = std::min(w, retries_.next_due());
   w = std::min(w, notices_.next_due(Notices::Kind::rtu_lost));
@@ -343,7 +336,7 @@ void Engine::maybe_end_setup() {
   // connection we initiated and will ask about it when its retries run out (rtu_linger).
   // An abandon notice still on its way tells a passive peer not to wait for us: give it time.
   // Neither can happen without a device.
-  if (!life_.device_lost) {
+  if (!watch_.lost()) {
     const Nanos t = now();
     if (t < linger_until() || notices_.abandoning(t)) return;
   }
@@ -371,11 +364,7 @@ std::vector<int> Engine::fds() const {
   return v;
 }
 
-std::vector<prov::Device*> Engine::devices() const {
-  std::vector<prov::Device*> v;
-  for (const prov::DeviceSubscription& d : devices_) v.push_back(d.device());
-  return v;
-}
+std::vector<prov::Device*> Engine::devices() const { return watch_.devices(); }
 
 std::vector<prov::EventChannel*> Engine::channels() const {
   std::vector<prov::EventChannel*> v;

@@ -11,10 +11,10 @@
 // The engine orchestrates parts that each own one thing: the pair table (where each pair
 // stands), admission (the windows), the retry scheduler (where connect retries are decided
 // and queued), the notices (the QP-less requests this rank sends: rtu_lost, abandon), the
-// request gate, the repair protocol, the wire builders and the records handed back. Events
-// reach it typed: the listener's and the steady ids' events come to the engine's own sink (by
-// tag), a connecting id's to its cm::Connection, which tells the engine through
-// cm::ConnectionObserver.
+// request gate, the repair protocol, the wire builders, the records handed back, on demand's
+// asks and deadlines (on_demand.h) and the device watch (device_watch.h). Events reach it
+// typed: the listener's and the steady ids' events come to the engine's own sink (by tag), a
+// connecting id's to its cm::Connection, which tells the engine through cm::ConnectionObserver.
 #pragma once
 
 #include <deque>
@@ -29,8 +29,10 @@
 #include "provider/provider.h"
 #include "qp/factory.h"
 #include "wireup/admission.h"
+#include "wireup/device_watch.h"
 #include "wireup/engine_types.h"
 #include "wireup/notices.h"
+#include "wireup/on_demand.h"
 #include "wireup/pair_table.h"
 #include "wireup/peer_down.h"
 #include "wireup/peer_table.h"
@@ -114,7 +116,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void on_device_report(DeviceCallback cb) { records_.on_device_event(std::move(cb)); }
   // This rank's device went away (DEVICE_REMOVAL or DEVICE_FATAL): nothing is accepted or
   // started any more, every open pair was reported (cause device_removed).
-  bool device_lost() const { return life_.device_lost; }
+  bool device_lost() const { return watch_.lost(); }
   // Transfers the QP of an established (peer, lane) to the caller.
   std::unique_ptr<prov::Qp> take_qp(uint32_t peer, uint32_t lane);
   // Disconnects everything, drains for at most `drain`, destroys ids (and QPs not taken).
@@ -147,14 +149,14 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   LaneState lane_state(uint32_t peer, uint32_t lane) const;
   bool on_demand() const { return opt().on_demand; }
   // Asked for a peer whose address the engine lacks; answer with add_peer(), now or later.
-  using AddressCallback = std::function<void(uint32_t peer)>;
-  void on_address_needed(AddressCallback cb) { od_.address_cb = std::move(cb); }
+  using AddressCallback = OnDemandAsks::AddressCallback;
+  void on_address_needed(AddressCallback cb) { od_.on_address_needed(std::move(cb)); }
   using LaneCallback = Records::LaneCallback;
   void on_lane_event(LaneCallback cb) { records_.on_lane_event(std::move(cb)); }
 
   // For tests and teardown accounting.
   size_t live_ids() const;
-  size_t deadlines_queued() const { return od_.deadlines.size(); }
+  size_t deadlines_queued() const { return od_.deadlines_queued(); }
   bool setup_channel_open() const { return channels_.setup != nullptr; }
   const PairTable& pairs() const { return pairs_; }
 
@@ -196,17 +198,6 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
     Nanos progressed_at{0};  // the clock reading of the last progress() (or start())
     Nanos deadline{0};
     Nanos last_active_established = cm::kUnset;
-    bool device_lost = false;          // see device_lost()
-  };
-  // What only on demand needs (engine_on_demand.cc).
-  struct OnDemand {
-    AddressCallback address_cb;
-    std::vector<uint32_t> address_asked;  // sorted: asked for, not answered yet
-    // Every ask's deadline (its first_start + wireup_timeout) with its pair's index, in ask
-    // order, which is deadline order: the front is the next one due. An entry whose pair
-    // settled or was asked again since (another first_start) is skipped, and dropped once
-    // such entries outnumber the open pairs (note_deadline).
-    Fifo<std::pair<Nanos, uint32_t>> deadlines;
   };
   // The tags of the listeners on the engine's sink, rail r's kListenerTag - r (pair keys use
   // 48 bits).
@@ -276,20 +267,11 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // The pair of (peer, lane) made or reopened for a new ask: waiting, `role`, its deadline set.
   Pair& lane_for(uint32_t peer, uint32_t lane, cm::Role role);
   void open_lane(Pair& p, cm::Role role);
-  // Queues the ask's deadline (p.first_start + wireup_timeout), dropping the stale ones when
-  // they outnumber the open pairs.
-  void note_deadline(const Pair& p);
-  // The deadline is still its pair's: open, and not asked again since.
-  bool deadline_live(const std::pair<Nanos, uint32_t>& d) const;
-  static constexpr size_t kDeadlineSlack = 64;
   // The pair a REQ is for, made or reopened if need be; a crossing is decided here (v refused
   // with `crossed` when ours wins).
   Pair* on_demand_request(GateVerdict& v);
   // One lane asked for: queued, or waiting for the peer's address.
   void ask_lane(Pair& p, bool address_known);
-  // The address callback, once per peer until add_peer() answers (or the ask times out).
-  void ask_address(uint32_t peer);
-  void forget_address_ask(uint32_t peer);
   // Our attempt (if any) goes; the pair waits for the peer's request within the same deadline.
   void wait_as_passive(Pair& p);
   // Our attempt was refused as the losing side of a crossing: wait for the peer's request.
@@ -322,7 +304,6 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void lose_device(const std::string& why);
   // A steady id's DEVICE_REMOVAL: reported, then the id (and an untaken QP) destroyed.
   void remove_established(Pair& p);
-  int dispatch_device(Nanos now);
   void bury_removed();
 
   // QP-less requests on the wire, both kinds (engine_notices.cc; their state is notices_).
@@ -354,7 +335,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   prov::Provider& prov_;
   Fixed fixed_;
   // The listeners' devices (one per distinct device of the rails): their async events come here.
-  std::vector<prov::DeviceSubscription> devices_;
+  DeviceWatch watch_;
   RailRoutes rails_;
   std::vector<RailAddress> bound_;   // by rail: the address each listener is bound to (its port)
   Channels channels_;
@@ -368,7 +349,7 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   Stats stats_;
   StrangerLog strangers_;
   Lifecycle life_;
-  OnDemand od_;
+  OnDemandAsks od_;  // on demand only: address asks and deadlines (on_demand.h)
   PeerDownTracker downs_;
   std::vector<PeerDown> downs_due_;  // declared outside progress(): delivered by the next one
 };

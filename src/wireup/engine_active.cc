@@ -322,7 +322,7 @@ void Engine::expire_pair(Pair& p) {
     f.error.peer = "rank " + std::to_string(p.peer);
   }
   // The transport never answered: the next connect() asks it again.
-  if (p.awaiting_address) forget_address_ask(p.peer);
+  if (p.awaiting_address) od_.forget_ask(p.peer);
   p.awaiting_address = false;
   stats_.failure(cm::FailKind::timed_out);
   give_up(p, f, cause);

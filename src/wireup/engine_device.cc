@@ -23,15 +23,6 @@ namespace wireup {
 using prov::CmEventType;
 using prov::DeviceEventType;
 
-// Not at every progress(): on rdma each read is a system call that nearly always finds
-// nothing, so the device says when a read is worth it (Device::async_worth_reading).
-int Engine::dispatch_device(Nanos now) {
-  int n = 0;
-  for (const prov::DeviceSubscription& s : devices_)
-    if (prov::Device* d = s.device(); d != nullptr && d->async_worth_reading(now)) n += prov::dispatch_device_events(*d, 64);
-  return n;
-}
-
 const Pair* Engine::pair_of_qpn(uint32_t qpn) const {
   if (qpn == 0) return nullptr;
   for (const Pair& p : pairs_) {
@@ -48,31 +39,26 @@ void Engine::on_device_event(const prov::DeviceEvent& ev) {
   ++stats_[Counter::device_events];
   const Pair* found = prov::scope_of(ev.type) == prov::DeviceEventScope::qp ? pair_of_qpn(ev.qpn) : nullptr;
   Pair* p = found != nullptr ? pairs_.at(pairs_.index(*found)) : nullptr;
-  if (ev.type == DeviceEventType::comm_est && p != nullptr) return answer_comm_est(ev, p);
-  DeviceEventReport r{ev, p != nullptr, p ? p->peer : 0u, p ? uint32_t{p->lane} : 0u};
-  switch (ev.type) {
-    case DeviceEventType::device_fatal:
+  const DeviceEventReport r{ev, p != nullptr, p ? p->peer : 0u, p ? uint32_t{p->lane} : 0u};
+  switch (classify(ev.type, p != nullptr)) {
+    case DeviceAction::tell_cm:
+      return answer_comm_est(ev, p);
+    case DeviceAction::lose_device: {
       WIREUP_LOG(error, "rank %u: %s", opt().rank, ev.describe().c_str());
       records_.report(r);
-      if (auto rail = rails_.rail_named(ev.device); rail && rails_.several() &&
-          lose_rail(*rail, "the device reported a fatal error (" + ev.device + ")"))
-        return;
-      return lose_device("the device reported a fatal error (" + ev.device + ")");
-    case DeviceEventType::port_active:
-    case DeviceEventType::port_err:
-    case DeviceEventType::lid_change:
-    case DeviceEventType::gid_change:
-    case DeviceEventType::pkey_change:
-    case DeviceEventType::sm_change:
-    case DeviceEventType::client_reregister:
+      const std::string why = "the device reported a fatal error (" + ev.device + ")";
+      if (auto rail = rails_.rail_named(ev.device); rail && rails_.several() && lose_rail(*rail, why)) return;
+      return lose_device(why);
+    }
+    case DeviceAction::note_port:
       WIREUP_LOG(info, "rank %u: %s", opt().rank, ev.describe().c_str());
       break;
-    default:
-      if (p != nullptr)
-        WIREUP_LOG(warn, "rank %u: %s on the connection to rank %u lane %u", opt().rank, ev.describe().c_str(),
-                   p->peer, p->lane);
-      else
-        WIREUP_LOG(info, "rank %u: %s (not a QP of this engine's)", opt().rank, ev.describe().c_str());
+    case DeviceAction::warn_connection:
+      WIREUP_LOG(warn, "rank %u: %s on the connection to rank %u lane %u", opt().rank, ev.describe().c_str(), p->peer,
+                 p->lane);
+      break;
+    case DeviceAction::not_ours:
+      WIREUP_LOG(info, "rank %u: %s (not a QP of this engine's)", opt().rank, ev.describe().c_str());
       break;
   }
   records_.report(r);
@@ -122,8 +108,7 @@ void Engine::on_listener_event(prov::CmEvent& ev) {
 }
 
 void Engine::lose_device(const std::string& why) {
-  if (life_.device_lost) return;
-  life_.device_lost = true;
+  if (!watch_.lose()) return;
   if (channels_.setup) channels_.setup->closing = true;  // the listener takes nothing more
   cm::Failure f;
   f.kind = cm::FailKind::device_removal;

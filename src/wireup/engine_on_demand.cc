@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "wireup/address.h"
 #include "wireup/engine.h"
+#include "wireup/on_demand.h"
 #include "wireup/rail_address.h"
 #include "wireup/plan.h"
 
@@ -30,7 +31,7 @@ Status Engine::check_peer_call(const char* call, uint32_t peer) const {
     return Error::make(ErrorCode::invalid_argument, call,
                        "rank " + std::to_string(peer) + " >= nranks " + std::to_string(opt().nranks));
   if (peer == opt().rank) return Error::make(ErrorCode::invalid_argument, call, "rank " + std::to_string(peer) + " is this rank");
-  if (life_.device_lost) return misuse(call, "this rank's device was removed");
+  if (watch_.lost()) return misuse(call, "this rank's device was removed");
   return Status::ok();
 }
 
@@ -41,22 +42,7 @@ void Engine::open_lane(Pair& p, cm::Role role) {
   p.awaiting_address = false;
   pairs_.become(p, Waiting{});
   p.first_start = now();
-  note_deadline(p);
-}
-
-void Engine::note_deadline(const Pair& p) {
-  od_.deadlines.emplace_back(p.first_start + opt().wireup_timeout, pairs_.index(p));
-  // An entry stays until its deadline (wireup_timeout, 300 s by default) even when its lane
-  // settled long before: a transport that connects and disconnects all the time would keep
-  // every ask of the last 300 s. Once the stale entries outnumber the open pairs (each has
-  // one live entry), they go: the queue stays within the open pairs plus a constant.
-  if (od_.deadlines.size() > 2 * pairs_.open() + kDeadlineSlack)
-    od_.deadlines.remove_if([this](const std::pair<Nanos, uint32_t>& d) { return !deadline_live(d); });
-}
-
-bool Engine::deadline_live(const std::pair<Nanos, uint32_t>& d) const {
-  const Pair* p = pairs_.at(d.second);
-  return p != nullptr && p->open() && p->first_start + opt().wireup_timeout == d.first;
+  od_.note_deadline(pairs_, p);
 }
 
 Pair& Engine::lane_for(uint32_t peer, uint32_t lane, cm::Role role) {
@@ -66,14 +52,14 @@ Pair& Engine::lane_for(uint32_t peer, uint32_t lane, cm::Role role) {
   }
   Pair& p = pairs_.add(pair_key(peer, lane), role);
   p.first_start = now();
-  note_deadline(p);
+  od_.note_deadline(pairs_, p);
   return p;
 }
 
 Status Engine::connect(uint32_t peer) {
   WIREUP_TRY(check_peer_call("Engine::connect", peer));
   const bool known = peers_.address(peer).has_value();
-  if (!known && !od_.address_cb)
+  if (!known && !od_.can_ask_address())
     return misuse("Engine::connect", "no address for rank " + std::to_string(peer) +
                                          ": add_peer() it first, or register an address callback");
   size_t asked = 0;
@@ -88,7 +74,7 @@ Status Engine::connect(uint32_t peer) {
     ask_lane(p, known);
     ++asked;
   }
-  if (asked > 0 && !known) ask_address(peer);
+  if (asked > 0 && !known) od_.ask_address(peer);  // may call add_peer() before it returns
   return Status::ok();
 }
 
@@ -99,19 +85,6 @@ void Engine::ask_lane(Pair& p, bool address_known) {
   } else {
     p.awaiting_address = true;
   }
-}
-
-void Engine::ask_address(uint32_t peer) {
-  auto& asked = od_.address_asked;
-  auto it = std::lower_bound(asked.begin(), asked.end(), peer);
-  if (it != asked.end() && *it == peer) return;  // asked already, not answered yet
-  asked.insert(it, peer);
-  od_.address_cb(peer);  // may call add_peer() before it returns
-}
-
-void Engine::forget_address_ask(uint32_t peer) {
-  auto& asked = od_.address_asked;
-  if (auto it = std::lower_bound(asked.begin(), asked.end(), peer); it != asked.end() && *it == peer) asked.erase(it);
 }
 
 Status Engine::add_peer(const Peer& peer) {
@@ -125,7 +98,7 @@ Status Engine::add_peer(const Peer& peer) {
   if (peer.rank == opt().rank) return Status::ok();  // our own, as a table would list it
   peers_.insert(peer.rank, a->front().addr);
   pair_rails(peer.rank, *a);
-  forget_address_ask(peer.rank);
+  od_.forget_ask(peer.rank);
   for (uint32_t lane = 0; lane < opt().lanes; ++lane) {
     Pair* p = pairs_.find(peer.rank, lane);
     if (p == nullptr || !p->awaiting_address) continue;
@@ -194,10 +167,10 @@ Status Engine::start_on_demand() {
       ask_lane(p, known);
       if (!known && lane == 0) need_address.push_back(q);
     }
-  if (!need_address.empty() && !od_.address_cb)
+  if (!need_address.empty() && !od_.can_ask_address())
     return misuse("Engine::start", "no address for rank " + std::to_string(need_address.front()) +
                                        " of the eager ring: list it, or register an address callback");
-  for (uint32_t q : need_address) ask_address(q);
+  for (uint32_t q : need_address) od_.ask_address(q);
   for (uint32_t q : o.eager_peers) WIREUP_TRY(connect(q));
   return Status::ok();
 }
@@ -206,25 +179,25 @@ Pair* Engine::on_demand_request(GateVerdict& v) {
   const uint32_t src = v.header.src_rank;
   Pair* p = pairs_.find(src, v.header.lane);
   if (p == nullptr) return &lane_for(src, v.header.lane, cm::Role::passive);
-  const PairState s = p->state();
-  if (s == PairState::idle || s == PairState::failed) {
-    open_lane(*p, cm::Role::passive);
-    return p;
+  switch (classify_request(p->state(), p->role, plan::initiates(opt().rank, src, opt().nranks))) {
+    case RequestFor::new_passive:
+      open_lane(*p, cm::Role::passive);
+      return p;
+    case RequestFor::this_pair:
+      return p;  // check_pair decides
+    case RequestFor::crossed_won:
+      ++stats_[Counter::crossed_won];
+      v.admit = Admit::refuse;
+      v.code = RejectCode::crossed;
+      v.why = "our own request for the lane crosses it and is the one kept";
+      return p;
+    case RequestFor::crossed_lost:
+      ++stats_[Counter::crossed_yielded];
+      WIREUP_LOG(debug, "rank %u: rank %u lane %u: our request crosses the peer's, which is kept", opt().rank, src,
+                 v.header.lane);
+      wait_as_passive(*p);  // our attempt goes (its QP back to the transport)
+      return p;
   }
-  if (p->role == cm::Role::passive || s == PairState::established) return p;  // check_pair decides
-  // We asked too, and our attempt is not through: the requests cross.
-  if (plan::initiates(opt().rank, src, opt().nranks)) {
-    ++stats_[Counter::crossed_won];
-    v.admit = Admit::refuse;
-    v.code = RejectCode::crossed;
-    v.why = "our own request for the lane crosses it and is the one kept";
-    return p;
-  }
-  ++stats_[Counter::crossed_yielded];
-  WIREUP_LOG(debug, "rank %u: rank %u lane %u: our request crosses the peer's, which is kept", opt().rank, src,
-             v.header.lane);
-  // Our attempt goes (its QP back to the transport).
-  wait_as_passive(*p);
   return p;
 }
 
@@ -248,11 +221,8 @@ bool Engine::yield_to_crossing(Pair& p, const cm::Failure& f) {
 
 int Engine::expire_due(Nanos t) {
   int work = 0;
-  while (!od_.deadlines.empty() && od_.deadlines.front().first <= t) {
-    const std::pair<Nanos, uint32_t> d = od_.deadlines.front();
-    od_.deadlines.pop_front();
-    if (!deadline_live(d)) continue;  // settled, or asked again since
-    expire_pair(*pairs_.at(d.second));
+  while (std::optional<uint32_t> i = od_.pop_due(pairs_, t)) {
+    expire_pair(*pairs_.at(*i));
     ++work;
   }
   return work;

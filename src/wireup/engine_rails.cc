@@ -36,7 +36,7 @@ void Engine::give_up_unpaired() {
 }
 
 bool Engine::lose_rail(uint32_t rail, const std::string& why) {
-  if (life_.device_lost) return false;
+  if (watch_.lost()) return false;
   const bool was_up = rail < rails_.size() && rails_.local()[rail].up;
   if (!rails_.take_down(rail)) return false;  // the last rail: the device as a whole
   if (!was_up) return true;                   // said already (every id of the device reports it)
