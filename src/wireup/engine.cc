@@ -3,7 +3,8 @@
 // The active side is in engine_active.cc, the passive side and the steady channel in
 // engine_passive.cc, the notices in engine_notices.cc (both kinds), engine_abandon.cc and
 // engine_repair.cc (the RTU repair), the checks of the options and the connection profile in
-// engine_checks.cc.
+// engine_checks.cc, the listeners and the published address beside the rails in
+// engine_rails.cc.
 #include "wireup/engine.h"
 
 #include <algorithm>
@@ -75,41 +76,6 @@ Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions 
   e->channels_.setup->channel = std::move(setup).value();
   WIREUP_TRY(e->listen());
   return e;
-}
-
-Status Engine::listen() {
-  // Rail 0 at listen_addr; the others at their own addresses, with the same port.
-  WIREUP_TRY(listen_on(0, opt().listen_addr));
-  for (uint32_t r = 1; r < rails_.size(); ++r) WIREUP_TRY(listen_on(r, rails_.local()[r].address.addr));
-  return Status::ok();
-}
-
-Status Engine::listen_on(uint32_t rail, const prov::SockAddr& addr) {
-  Setup& s = *channels_.setup;
-  auto id = prov_.create_id(*s.channel, prov::PortSpace::tcp,
-                            prov::Route(static_cast<prov::CmEventSink*>(this), kListenerTag - rail));
-  if (!id) return id.error();
-  s.listeners.push_back(std::move(id).value());
-  prov::CmId& l = *s.listeners.back();
-  if (opt().reuseaddr) WIREUP_TRY(l.set_reuseaddr(true));
-  if (Status b = l.bind_addr(addr); !b) {
-    if (!rails_.several()) return b;
-    return Error(b.error()).with_peer("rail " + std::to_string(rail));
-  }
-  // Bound to the device's address: the id names the device whose async events are ours.
-  if (prov::Device* d = l.device()) {
-    rails_.set_device(rail, d);
-    WIREUP_TRY(watch_.watch(*d, *this, opt().async_events));
-  }
-  WIREUP_TRY(l.listen(opt().backlog));
-  bound_.push_back(RailAddress{l.local_addr(), rails_.local()[rail].address.prefix_len});
-  return Status::ok();
-}
-
-std::vector<uint8_t> Engine::local_address() const {
-  const Setup* s = channels_.setup.get();
-  // One rail: format 1, what a single-rail engine always published; several: format 2.
-  return s && !s->listeners.empty() && s->listeners[0] ? encode_rails(bound_) : std::vector<uint8_t>();
 }
 
 Status Engine::set_peers(std::span<const Peer> peers) {

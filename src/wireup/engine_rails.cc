@@ -1,3 +1,4 @@
+// The listeners, one per rail on its own device, and the address that publishes them.
 // Several rails: each peer's published rails paired with ours (rail_pairing.h's rule, kept in
 // rail_routes.h), and the peers no rail of ours reaches given up at start with the reason.
 // Each lane then leaves from its pair's local rail (its profile's source address) to the
@@ -5,8 +6,44 @@
 // listener the request reached, which the QP's device says (LinkInfo::rail).
 #include "common/log.h"
 #include "wireup/engine.h"
+#include "wireup/rail_address.h"
 
 namespace wireup {
+
+Status Engine::listen() {
+  // Rail 0 at listen_addr; the others at their own addresses, with the same port.
+  WIREUP_TRY(listen_on(0, opt().listen_addr));
+  for (uint32_t r = 1; r < rails_.size(); ++r) WIREUP_TRY(listen_on(r, rails_.local()[r].address.addr));
+  return Status::ok();
+}
+
+Status Engine::listen_on(uint32_t rail, const prov::SockAddr& addr) {
+  Setup& s = *channels_.setup;
+  auto id = prov_.create_id(*s.channel, prov::PortSpace::tcp,
+                            prov::Route(static_cast<prov::CmEventSink*>(this), kListenerTag - rail));
+  if (!id) return id.error();
+  s.listeners.push_back(std::move(id).value());
+  prov::CmId& l = *s.listeners.back();
+  if (opt().reuseaddr) WIREUP_TRY(l.set_reuseaddr(true));
+  if (Status b = l.bind_addr(addr); !b) {
+    if (!rails_.several()) return b;
+    return Error(b.error()).with_peer("rail " + std::to_string(rail));
+  }
+  // Bound to the device's address: the id names the device whose async events are ours.
+  if (prov::Device* d = l.device()) {
+    rails_.set_device(rail, d);
+    WIREUP_TRY(watch_.watch(*d, *this, opt().async_events));
+  }
+  WIREUP_TRY(l.listen(opt().backlog));
+  bound_.push_back(RailAddress{l.local_addr(), rails_.local()[rail].address.prefix_len});
+  return Status::ok();
+}
+
+std::vector<uint8_t> Engine::local_address() const {
+  const Setup* s = channels_.setup.get();
+  // One rail: format 1, what a single-rail engine always published; several: format 2.
+  return s && !s->listeners.empty() && s->listeners[0] ? encode_rails(bound_) : std::vector<uint8_t>();
+}
 
 void Engine::pair_rails(uint32_t peer, std::span<const RailAddress> theirs) {
   const PeerPairing* p = rails_.set_peer(peer, theirs);
