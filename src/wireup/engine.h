@@ -250,7 +250,10 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   cm::Failure failure_of(const cm::Connection& c) const;
   // Every rail's, each within its own connect window (admission.h).
   int start_connects(Nanos now);
-  int start_connects_on(uint32_t rail, Nanos now);
+  // One step of rail `rail`'s starts: a connect started (or its start failed), an entry
+  // skipped (moved on, or for another rail), or nothing more to start on it now.
+  enum class StartStep : uint8_t { started, skipped, blocked };
+  StartStep start_next(uint32_t rail, Nanos now);
   // When the next first attempt in rail `rail`'s start order may leave (incast.h);
   // Nanos::min() if now.
   Nanos first_connect_due(uint32_t rail) const;

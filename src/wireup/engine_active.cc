@@ -33,58 +33,67 @@ cm::Spec Engine::spec_for(const Pair& p, uint64_t nonce) const {
 // `t`: progress()'s clock reading, for what is due; each connection stamps its own start.
 int Engine::start_connects(Nanos t) {
   int work = 0;
-  for (uint32_t rail = 0; rail < admission_.rails(); ++rail) work += start_connects_on(rail, t);
+  // The rails take turns, one start each, as long as any can start: the starts interleave
+  // over the rails as the lanes stripe over them (one rail: its queue in order, as ever).
+  uint32_t open = (1u << admission_.rails()) - 1;  // rails that may start more (kMaxRails <= 16)
+  while (open != 0) {
+    for (uint32_t rail = 0; rail < admission_.rails(); ++rail) {
+      if (!(open & (1u << rail))) continue;
+      switch (start_next(rail, t)) {
+        case StartStep::started: ++work; break;
+        case StartStep::skipped: break;
+        case StartStep::blocked: open &= ~(1u << rail); break;
+      }
+    }
+  }
   return work;
 }
 
-int Engine::start_connects_on(uint32_t rail, Nanos t) {
-  int work = 0;
-  while (admission_.connect_room(rail)) {
-    Pair* p = nullptr;
-    uint64_t i = 0;
-    if (admission_.next_connect_waiter(rail, &i)) {
-      p = pairs_.at(i);  // due earlier, while this rail's window was full
-    } else if (auto due = retries_.pop_due(t)) {
-      i = *due;
-      p = pairs_.at(i);
-    } else if (!pairs_.all_started(rail)) {
-      // Start order is nearest peer first, so the due times along it only grow (incast.h):
-      // the head not being due means no later first attempt on this rail is.
-      const Nanos first_due = first_connect_due(rail);
-      if (first_due > t) break;
-      p = pairs_.next_to_start(rail);
-      if (p != nullptr) i = pairs_.index(*p);
-      if (first_due != Nanos::min()) ++stats_[Counter::connects_paced];
-    } else {
-      break;
-    }
-    // Moved on meanwhile (on demand: it may have become the passive side of a crossing, or be
-    // waiting for its address).
-    if (p == nullptr || p->state() != PairState::waiting || p->role != cm::Role::active || p->awaiting_address)
-      continue;
-    // Its lane runs on another rail (a retry due, or a rail lost since it queued): it waits
-    // for that rail's window, not this one's.
-    if (const uint32_t its = rail_for(*p); its != rail) {
-      admission_.wait_for_connect(its, i);
-      continue;
-    }
-    ++p->attempt;
-    ++stats_[Counter::connects_started];
-    ++stats_.rail(rail).connects_started;
-    if (p->attempt > 1) ++stats_.rail(rail).retries;
-    ++work;
-    auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec_for(*p, fixed_.wire.fresh_nonce()), this);
-    // The connection's own start stamp (no second reading): later than t by the connects
-    // this loop has started before it.
-    if (p->first_start == cm::kUnset) p->first_start = c ? (*c)->timings().start : t;
-    if (!c) {
-      fail_pair(*p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
-      continue;
-    }
-    (void)admission_.try_acquire_connect(rail);  // room checked above
-    pairs_.become(*p, Connecting{std::move(c).value(), false, static_cast<uint8_t>(rail), nullptr});
+Engine::StartStep Engine::start_next(uint32_t rail, Nanos t) {
+  if (!admission_.connect_room(rail)) return StartStep::blocked;
+  Pair* p = nullptr;
+  uint64_t i = 0;
+  if (admission_.next_connect_waiter(rail, &i)) {
+    p = pairs_.at(i);  // due earlier, while this rail's window was full
+  } else if (auto due = retries_.pop_due(t)) {
+    i = *due;
+    p = pairs_.at(i);
+  } else if (!pairs_.all_started(rail)) {
+    // Start order is nearest peer first, so the due times along it only grow (incast.h):
+    // the head not being due means no later first attempt on this rail is.
+    const Nanos first_due = first_connect_due(rail);
+    if (first_due > t) return StartStep::blocked;
+    p = pairs_.next_to_start(rail);
+    if (p != nullptr) i = pairs_.index(*p);
+    if (first_due != Nanos::min()) ++stats_[Counter::connects_paced];
+  } else {
+    return StartStep::blocked;
   }
-  return work;
+  // Moved on meanwhile (on demand: it may have become the passive side of a crossing, or be
+  // waiting for its address).
+  if (p == nullptr || p->state() != PairState::waiting || p->role != cm::Role::active || p->awaiting_address)
+    return StartStep::skipped;
+  // Its lane runs on another rail (a retry due, or a rail lost since it queued): it waits for
+  // that rail's window, not this one's.
+  if (const uint32_t its = rail_for(*p); its != rail) {
+    admission_.wait_for_connect(its, i);
+    return StartStep::skipped;
+  }
+  ++p->attempt;
+  ++stats_[Counter::connects_started];
+  ++stats_.rail(rail).connects_started;
+  if (p->attempt > 1) ++stats_.rail(rail).retries;
+  auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec_for(*p, fixed_.wire.fresh_nonce()), this);
+  // The connection's own start stamp (no second reading): later than t by the connects this
+  // loop has started before it.
+  if (p->first_start == cm::kUnset) p->first_start = c ? (*c)->timings().start : t;
+  if (!c) {
+    fail_pair(*p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
+    return StartStep::started;
+  }
+  (void)admission_.try_acquire_connect(rail);  // room checked above
+  pairs_.become(*p, Connecting{std::move(c).value(), false, static_cast<uint8_t>(rail), nullptr});
+  return StartStep::started;
 }
 
 Nanos Engine::first_connect_due(uint32_t rail) const {
