@@ -35,7 +35,8 @@ int Engine::start_connects(Nanos t) {
   int work = 0;
   // The rails take turns, one start each, as long as any can start: the starts interleave
   // over the rails as the lanes stripe over them (one rail: its queue in order, as ever).
-  uint32_t open = (1u << admission_.rails()) - 1;  // rails that may start more (kMaxRails <= 16)
+  static_assert(kMaxRails < 32, "one bit per rail below");
+  uint32_t open = (1u << admission_.rails()) - 1;  // rails that may start more
   while (open != 0) {
     for (uint32_t rail = 0; rail < admission_.rails(); ++rail) {
       if (!(open & (1u << rail))) continue;
