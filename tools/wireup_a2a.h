@@ -231,11 +231,21 @@ class OneSidedCheck {
 };
 
 // ---- what one rank reports (wireup_a2a_report.cc) -----------------------------------------
+// One rail's share of a rank's wireup (the engine's stats JSON, "rails"): each rail has its own
+// windows (cm.connect_window, cm.qp_window), so their peaks are per rail too.
+struct RailTally {
+  uint64_t connects_started = 0, retries = 0, established = 0, rejects_received = 0;
+  uint64_t connect_peak = 0, qp_peak_active = 0, qp_peak_passive = 0;  // summed: the max
+};
+
 struct RankReport {
   uint32_t rank = 0;
   std::string device;
   // "<rail>:<device>" -> this rank's endpoints on that rail (several rails: device.rails)
   std::map<std::string, uint64_t> lanes_by_rail;
+  // rail -> what it carried; and the connect window's peak over every rail together
+  std::map<uint32_t, RailTally> rails;
+  uint64_t connect_peak_total = 0;
   double wireup_s = 0;             // start() -> done(), this rank
   double user_s = 0, sys_s = 0;    // CPU of this process meanwhile, user and system (0 on sim)
   uint64_t planned = 0;            // (peer, lane) slots of this rank
@@ -254,6 +264,10 @@ struct RankReport {
   uint64_t lanes_asked = 0, crossed_won = 0, crossed_yielded = 0;
   std::vector<int64_t> ask_to_ready;
 };
+
+// The per-rail part of the engine's stats JSON (wireup_stats_json: "rails", "window_peaks")
+// into r.rails and r.connect_peak_total; a JSON without them leaves both empty.
+void read_rail_stats(const std::string& stats_json, RankReport& r);
 
 // A line-oriented text form, so that MPI can gather reports of any size.
 std::string serialize(const RankReport& r);
@@ -288,6 +302,8 @@ struct Summary {
   JobInfo job;
   std::string device;              // the devices ranks used, "rxe0" or "mlx5_0,mlx5_1"
   std::map<std::string, uint64_t> lanes_by_rail;  // "<rail>:<device>" -> endpoints, every rank
+  std::map<uint32_t, RailTally> rails;  // counts summed over the ranks, peaks their max
+  uint64_t connect_peak_total = 0;      // the most connects one rank had in flight, all rails
   uint64_t planned = 0;            // pairs x lanes
   uint64_t connections = 0;        // established between live ranks (each counted once)
   uint64_t failed = 0;             // planned - connections

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "wireup_a2a.h"
 
 namespace wireup::a2a {
@@ -17,11 +19,36 @@ Expected<RankReport> malformed(const std::string& line) {
 
 }  // namespace
 
+void read_rail_stats(const std::string& stats_json, RankReport& r) {
+  const nlohmann::json j = nlohmann::json::parse(stats_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return;
+  auto num = [](const nlohmann::json& o, const char* k) { return o.contains(k) ? o[k].get<uint64_t>() : 0; };
+  if (j.contains("window_peaks")) r.connect_peak_total = num(j["window_peaks"], "connects");
+  if (!j.contains("rails")) return;
+  for (const nlohmann::json& e : j["rails"]) {
+    RailTally& t = r.rails[static_cast<uint32_t>(num(e, "rail"))];
+    t.connects_started = num(e, "connects_started");
+    t.retries = num(e, "retries");
+    t.established = num(e, "established_active") + num(e, "established_passive");
+    t.rejects_received = num(e, "rejects_received");
+    if (e.contains("window_peaks")) {
+      const nlohmann::json& w = e["window_peaks"];
+      t.connect_peak = num(w, "connects");
+      t.qp_peak_active = num(w, "qps_active");
+      t.qp_peak_passive = num(w, "qps_passive");
+    }
+  }
+}
+
 std::string serialize(const RankReport& r) {
   std::ostringstream o;
   o << "rank " << r.rank << "\n";
   if (!r.device.empty()) o << "device " << r.device << "\n";
   for (auto& [k, v] : r.lanes_by_rail) o << "rl " << k << " " << v << "\n";
+  for (auto& [k, t] : r.rails)
+    o << "rail " << k << " " << t.connects_started << " " << t.retries << " " << t.established << " "
+      << t.rejects_received << " " << t.connect_peak << " " << t.qp_peak_active << " " << t.qp_peak_passive << "\n";
+  if (r.connect_peak_total) o << "cpk " << r.connect_peak_total << "\n";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9f", r.wireup_s);
   o << "wireup_s " << buf << "\n";
@@ -82,6 +109,14 @@ Expected<RankReport> deserialize(std::string_view text) {
       std::string k;
       uint64_t v;
       ok = bool(l >> k >> v) && (r.lanes_by_rail[k] = v, true);
+    } else if (tag == "rail") {
+      uint32_t k;
+      RailTally t;
+      ok = bool(l >> k >> t.connects_started >> t.retries >> t.established >> t.rejects_received >> t.connect_peak >>
+                t.qp_peak_active >> t.qp_peak_passive) &&
+           (r.rails[k] = t, true);
+    } else if (tag == "cpk") {
+      ok = bool(l >> r.connect_peak_total);
     } else if (tag == "wireup_s") {
       ok = bool(l >> r.wireup_s);
     } else if (tag == "cpu") {

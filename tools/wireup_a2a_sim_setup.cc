@@ -78,6 +78,7 @@ RankReport make_report(uint32_t rank, const RankEngine& re, double wireup_s, con
   r.superseded = s[Counter::superseded];
   r.strangers = s[Counter::strangers];
   r.events = s[Counter::events];
+  read_rail_stats(s.to_json(), r);
   r.rejects_received = s.rejects_received_by_reason();
   r.rejects_sent = s.rejects_sent_by_name();
   r.failures = s.failures_by_name();

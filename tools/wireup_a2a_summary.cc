@@ -119,6 +119,17 @@ Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports) {
   for (const RankReport& r : reports) {
     if (!r.device.empty()) devices.insert(r.device);
     for (auto& [k, v] : r.lanes_by_rail) s.lanes_by_rail[k] += v;
+    for (auto& [k, t] : r.rails) {
+      RailTally& m = s.rails[k];
+      m.connects_started += t.connects_started;
+      m.retries += t.retries;
+      m.established += t.established;
+      m.rejects_received += t.rejects_received;
+      m.connect_peak = std::max(m.connect_peak, t.connect_peak);
+      m.qp_peak_active = std::max(m.qp_peak_active, t.qp_peak_active);
+      m.qp_peak_passive = std::max(m.qp_peak_passive, t.qp_peak_passive);
+    }
+    s.connect_peak_total = std::max(s.connect_peak_total, r.connect_peak_total);
     s.connections += r.active_to_live;
     s.lost += r.lost;
     s.connects_started += r.connects_started;
@@ -195,6 +206,17 @@ std::string human(const Summary& s) {
       o += " rail " + k.substr(0, colon) + " (" + k.substr(colon + 1) + ") " + std::to_string(v) + " endpoints;";
     }
     o.back() = '\n';
+  }
+  // Several rails: each rail's own windows, and what went over each (summed over the ranks;
+  // the peaks are the most one rank had in flight on that rail at once).
+  if (s.rails.size() > 1) {
+    o += "rail windows";
+    for (auto& [k, t] : s.rails)
+      o += " rail " + std::to_string(k) + ": " + std::to_string(t.connects_started) + " connects (" +
+           std::to_string(t.retries) + " retries), " + std::to_string(t.established) + " established, " +
+           std::to_string(t.rejects_received) + " rejects, peak " + std::to_string(t.connect_peak) + " connects " +
+           std::to_string(t.qp_peak_active) + "+" + std::to_string(t.qp_peak_passive) + " QPs;";
+    o += " all rails peak " + std::to_string(s.connect_peak_total) + " connects\n";
   }
   if (s.user_s + s.sys_s > 0 && s.connections > 0)
     o += "cpu          " + fmt("%.3f s user + ", s.user_s) + fmt("%.3f s system", s.sys_s) +
@@ -279,6 +301,20 @@ std::string to_json(const Summary& s) {
   o["mode"] = s.job.mode;
   o["device"] = s.device;
   o["lanes_by_rail"] = json_counts(s.lanes_by_rail);
+  // Per rail: counts over the ranks, window peaks the most one rank reached (each rail has its
+  // own windows).
+  nlohmann::ordered_json rails = nlohmann::ordered_json::array();
+  for (auto& [k, t] : s.rails)
+    rails.push_back({{"rail", k},
+                     {"connects_started", t.connects_started},
+                     {"retries", t.retries},
+                     {"established", t.established},
+                     {"rejects_received", t.rejects_received},
+                     {"connect_window_peak", t.connect_peak},
+                     {"qp_window_peak_active", t.qp_peak_active},
+                     {"qp_window_peak_passive", t.qp_peak_passive}});
+  o["rails"] = rails;
+  o["connect_window_peak"] = s.connect_peak_total;
   // Which out-of-band channel carried the addresses and the checks: "mpi" or "pmix" (rdma).
   o["bootstrap"] = s.job.provider == "sim" ? "none" : s.job.mode;
   o["slowest_rank"] = {{"rank", s.slowest_rank}, {"wireup_s", round_to(s.slowest_rank_s, 1e6)}};

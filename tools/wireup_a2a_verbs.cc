@@ -245,6 +245,7 @@ RankReport make_report(uint32_t rank, RdmaRank& rr, double wireup_s, const std::
   r.superseded = n.superseded;
   r.strangers = n.strangers;
   r.events = n.events;
+  read_rail_stats(w.stats_json(), r);
   for (const wireup::Wireup::Tally& t : w.tallies()) {
     switch (t.group) {
       case WIREUP_TALLY_REJECTS_RECEIVED: r.rejects_received[int(t.key)] = t.count; break;

@@ -106,7 +106,8 @@ const Param kParams[] = {
      .help = "paced: each rank delays its first connect to a peer by its place among that peer's "
              "planned initiators, so that no listener's backlog overflows (a REQ dropped there "
              "waits a CM retry, ~6 s); off: first connects leave as the connect window allows. "
-             "Every rank of a job must use the same [cm] incast keys and backlog.",
+             "With several rails (device.rails) each rail's listener is paced alone. Every rank of "
+             "a job must use the same [cm] incast keys, backlog and rail count.",
      .choices = kIncast, .store = WIREUP_STORE(cm, incast)},
     {.section = "cm", .key = "incast_burst", .type = T::integer, .default_toml = "512",
      .help = "paced: first connect requests one listener is sent at once (at most backlog / 2; "
@@ -175,10 +176,12 @@ const Param kParams[] = {
      .store = WIREUP_STORE(ece, vendor_id)},
     // [engine]
     {.section = "engine", .key = "connect_window", .type = T::integer, .default_toml = "64",
-     .help = "Connects in flight per process; bounds the burst of REQs each rank sends.",
+     .help = "Connects in flight per process and rail (device.rails: each rail has its own "
+             "window); bounds the burst of REQs each rank sends on one device.",
      .min = 1, .max = 65536, .store = WIREUP_STORE(engine, connect_window)},
     {.section = "engine", .key = "qp_create_window", .type = T::integer, .default_toml = "32",
-     .help = "QP creations in flight per process; creation is the slowest verbs call in wireup.",
+     .help = "QPs created and not yet established per process, rail and role (active, passive): "
+             "creation is the slowest verbs call in wireup.",
      .min = 1, .max = 65536, .store = WIREUP_STORE(engine, qp_create_window)},
     {.section = "engine", .key = "max_attempts", .type = T::integer, .default_toml = "5",
      .help = "Connect attempts per (peer, lane) before the peer is reported as failed.",

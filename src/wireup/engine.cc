@@ -19,12 +19,13 @@ namespace wireup {
 
 Engine::Engine(prov::Provider& p, Fixed f)
     : prov_(p), fixed_(std::move(f)),
-      admission_(fixed_.opt.connect_window, fixed_.opt.qp_window),
+      admission_(fixed_.opt.connect_window, fixed_.opt.qp_window, static_cast<uint32_t>(fixed_.profiles.size())),
       retries_(RetryPolicy{fixed_.opt.max_attempts, fixed_.opt.backoff_initial, fixed_.opt.backoff_max,
                            fixed_.opt.backoff_jitter},
                fixed_.opt.seed != 0 ? fixed_.opt.seed : 0x9e3779b97f4a7c15ULL * (fixed_.opt.rank + 1)),
       od_(fixed_.opt.wireup_timeout) {
   stats_.attach(&records_.results());  // the phase samples are cut from the results
+  stats_.attach(&admission_);          // the windows' peaks, per rail
 }
 
 Engine::~Engine() { teardown(); }
@@ -140,6 +141,8 @@ Status Engine::start() {
     for (uint32_t p : in) passive.push_back(pair_key(p, lane));
   }
   pairs_.build(active, passive);
+  // Each rail starts its own lanes, in the same order (one rail: one queue, as built).
+  if (admission_.rails() > 1) pairs_.split_start_order(admission_.rails(), [&](const Pair& p) { return rail_for(p); });
   give_up_unpaired();
   // Sized from the plan: no growth (and no spare capacity) on the per-connection path.
   records_.reserve(pairs_.size());
@@ -266,10 +269,14 @@ Nanos Engine::next_wakeup(const Nanos t) const {
     if (opt().on_demand) return abandon_due == Nanos::max() ? abandon_due : std::max(t, abandon_due);
     return std::max(t, std::min(std::max(linger_until(), notices_.abandon_until()), abandon_due));
   }
-  const bool room = admission_.connect_room();
-  if (admission_.qp_grant_ready()) return t;
+  if (admission_.qp_grant_ready() || admission_.connect_ready()) return t;
   Nanos w = opt().on_demand ? od_.next_deadline() : life_.deadline;
-  if (room && !pairs_.all_started()) w = std::min(w, first_connect_due());
+  bool room = false;  // on some rail: a retry due may be for it
+  for (uint32_t rail = 0; rail < admission_.rails(); ++rail) {
+    if (!admission_.connect_room(rail)) continue;
+    room = true;
+    if (!pairs_.all_started(rail)) w = std::min(w, first_connect_due(rail));
+  }
   if (room) w = std::min(w, retries_.next_due());
   w = std::min(w, notices_.next_due(Notices::Kind::rtu_lost));
   w = std::min(w, abandon_due);

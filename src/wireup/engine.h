@@ -9,7 +9,7 @@
 // costs another its connection.
 //
 // The engine orchestrates parts that each own one thing: the pair table (where each pair
-// stands), admission (the windows), the retry scheduler (where connect retries are decided
+// stands), admission (the windows, per rail), the retry scheduler (where connect retries are decided
 // and queued), the notices (the QP-less requests this rank sends: rtu_lost, abandon), the
 // request gate, the repair protocol, the wire builders, the records handed back, on demand's
 // asks and deadlines (on_demand.h) and the device watch (device_watch.h). Events reach it
@@ -190,11 +190,11 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
     std::vector<cm::Profile> profiles;  // by rail: what its connections share, from opt
     Wire wire;
     qp::QpFactory factory;
-    incast::Pacing pacing;  // opt.incast with the burst capped by the backlog (incast.h)
+    incast::Pacing pacing;  // opt.incast with the burst capped by the backlog (incast.h), per listener
   };
   struct Lifecycle {
     bool started = false;
-    Nanos started_at{0};  // incast pacing counts from here
+    Nanos started_at{0};  // incast pacing counts from here (every rail's)
     Nanos progressed_at{0};  // the clock reading of the last progress() (or start())
     Nanos deadline{0};
     Nanos last_active_established = cm::kUnset;
@@ -217,6 +217,14 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // more, every peer is paired again over the others and the open pairs no rail reaches any
   // more are given up; returns false when no rail is left (the caller loses the device).
   bool lose_rail(uint32_t rail, const std::string& why);
+  // The pairs waiting on a lost rail's windows go to their new rails' (engine_rails.cc).
+  void move_waiters_off(uint32_t rail);
+  // The local rail an active lane leaves from (its pair's route; rail 0 with one rail on both
+  // ends), and how many rail pairs we have with `peer` (1 without a pairing).
+  uint32_t rail_for(const Pair& p) const;
+  uint32_t rails_paired(uint32_t peer) const;
+  // The rail whose listener a CONNECT_REQUEST came through.
+  uint32_t rail_of_request(const prov::CmEvent& ev) const;
   void teardown();
   Nanos now() const { return prov_.clock().now(); }
   const EngineOptions& opt() const { return fixed_.opt; }
@@ -240,9 +248,15 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // c's failure, its REJ's wireup reason kept only if it authenticates as the answer to what
   // c sent: a forged or replayed REJ reads as one without a reason (transient).
   cm::Failure failure_of(const cm::Connection& c) const;
+  // Every rail's, each within its own connect window (admission.h).
   int start_connects(Nanos now);
-  // When the next first attempt in start order may leave (incast.h); Nanos::min() if now.
-  Nanos first_connect_due() const;
+  // One step of rail `rail`'s starts: a connect started (or its start failed), an entry
+  // skipped (moved on, or for another rail), or nothing more to start on it now.
+  enum class StartStep : uint8_t { started, skipped, blocked };
+  StartStep start_next(uint32_t rail, Nanos now);
+  // When the next first attempt in rail `rail`'s start order may leave (incast.h);
+  // Nanos::min() if now.
+  Nanos first_connect_due(uint32_t rail) const;
   int grant_qps();
   void after_event(Pair& p);
   void establish(Pair& p);

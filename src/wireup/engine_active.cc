@@ -33,46 +33,77 @@ cm::Spec Engine::spec_for(const Pair& p, uint64_t nonce) const {
 // `t`: progress()'s clock reading, for what is due; each connection stamps its own start.
 int Engine::start_connects(Nanos t) {
   int work = 0;
-  while (admission_.connect_room()) {
-    Pair* p = nullptr;
-    if (auto i = retries_.pop_due(t)) {
-      p = pairs_.at(*i);
-    } else if (!pairs_.all_started()) {
-      // Start order is nearest peer first, so the due times along it only grow (incast.h):
-      // the head not being due means no later first attempt is.
-      const Nanos due = first_connect_due();
-      if (due > t) break;
-      p = pairs_.next_to_start();
-      if (due != Nanos::min()) ++stats_[Counter::connects_paced];
-    } else {
-      break;
+  // The rails take turns, one start each, as long as any can start: the starts interleave
+  // over the rails as the lanes stripe over them (one rail: its queue in order, as ever).
+  static_assert(kMaxRails < 32, "one bit per rail below");
+  uint32_t open = (1u << admission_.rails()) - 1;  // rails that may start more
+  while (open != 0) {
+    for (uint32_t rail = 0; rail < admission_.rails(); ++rail) {
+      if (!(open & (1u << rail))) continue;
+      switch (start_next(rail, t)) {
+        case StartStep::started: ++work; break;
+        case StartStep::skipped: break;
+        case StartStep::blocked: open &= ~(1u << rail); break;
+      }
     }
-    // Moved on meanwhile (on demand: it may have become the passive side of a crossing, or be
-    // waiting for its address).
-    if (p == nullptr || p->state() != PairState::waiting || p->role != cm::Role::active || p->awaiting_address)
-      continue;
-    ++p->attempt;
-    ++stats_[Counter::connects_started];
-    ++work;
-    auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec_for(*p, fixed_.wire.fresh_nonce()), this);
-    // The connection's own start stamp (no second reading): later than t by the connects
-    // this loop has started before it.
-    if (p->first_start == cm::kUnset) p->first_start = c ? (*c)->timings().start : t;
-    if (!c) {
-      fail_pair(*p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
-      continue;
-    }
-    (void)admission_.try_acquire_connect();  // room checked above
-    pairs_.become(*p, Connecting{std::move(c).value(), false, nullptr});
   }
   return work;
 }
 
-Nanos Engine::first_connect_due() const {
-  const Pair* p = pairs_.peek_next_to_start();
+Engine::StartStep Engine::start_next(uint32_t rail, Nanos t) {
+  if (!admission_.connect_room(rail)) return StartStep::blocked;
+  Pair* p = nullptr;
+  uint64_t i = 0;
+  if (admission_.next_connect_waiter(rail, &i)) {
+    p = pairs_.at(i);  // due earlier, while this rail's window was full
+  } else if (auto due = retries_.pop_due(t)) {
+    i = *due;
+    p = pairs_.at(i);
+  } else if (!pairs_.all_started(rail)) {
+    // Start order is nearest peer first, so the due times along it only grow (incast.h):
+    // the head not being due means no later first attempt on this rail is.
+    const Nanos first_due = first_connect_due(rail);
+    if (first_due > t) return StartStep::blocked;
+    p = pairs_.next_to_start(rail);
+    if (p != nullptr) i = pairs_.index(*p);
+    if (first_due != Nanos::min()) ++stats_[Counter::connects_paced];
+  } else {
+    return StartStep::blocked;
+  }
+  // Moved on meanwhile (on demand: it may have become the passive side of a crossing, or be
+  // waiting for its address).
+  if (p == nullptr || p->state() != PairState::waiting || p->role != cm::Role::active || p->awaiting_address)
+    return StartStep::skipped;
+  // Its lane runs on another rail (a retry due, or a rail lost since it queued): it waits for
+  // that rail's window, not this one's.
+  if (const uint32_t its = rail_for(*p); its != rail) {
+    admission_.wait_for_connect(its, i);
+    return StartStep::skipped;
+  }
+  ++p->attempt;
+  ++stats_[Counter::connects_started];
+  ++stats_.rail(rail).connects_started;
+  if (p->attempt > 1) ++stats_.rail(rail).retries;
+  auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec_for(*p, fixed_.wire.fresh_nonce()), this);
+  // The connection's own start stamp (no second reading): later than t by the connects this
+  // loop has started before it.
+  if (p->first_start == cm::kUnset) p->first_start = c ? (*c)->timings().start : t;
+  if (!c) {
+    fail_pair(*p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
+    return StartStep::started;
+  }
+  (void)admission_.try_acquire_connect(rail);  // room checked above
+  pairs_.become(*p, Connecting{std::move(c).value(), false, static_cast<uint8_t>(rail), nullptr});
+  return StartStep::started;
+}
+
+Nanos Engine::first_connect_due(uint32_t rail) const {
+  const Pair* p = pairs_.peek_next_to_start(rail);
   const EngineOptions& o = opt();
   if (p == nullptr || !fixed_.pacing.on) return Nanos::min();
-  const Nanos d = incast::delay(fixed_.pacing, incast::slot(o.rank, p->peer, p->lane, o.nranks));
+  // Paced per listener of the peer: with several rails, per the one this lane goes to.
+  const uint64_t slot = incast::rail_slot(o.rank, p->peer, p->lane, o.nranks, rails_paired(p->peer));
+  const Nanos d = incast::delay(fixed_.pacing, slot);
   return d > Nanos{0} ? life_.started_at + d : Nanos::min();
 }
 
@@ -80,19 +111,22 @@ int Engine::grant_qps() {
   int work = 0;
   // Passive first: accepting is what lets the peers' connects (and so their windows) finish.
   for (cm::Role role : {cm::Role::passive, cm::Role::active}) {
-    uint64_t i = 0;
-    while (admission_.next_waiter(role, &i)) {
-      Pair* p = pairs_.at(i);
-      auto* cs = p ? p->as<Connecting>() : nullptr;
-      if (cs == nullptr || cs->holds_qp_place) continue;
-      cm::Connection& c = *cs->conn;
-      if (c.state() != cm::State::route_resolved && c.state() != cm::State::requested) continue;
-      (void)admission_.try_acquire_qp(role);  // next_waiter() checked the room
-      cs->holds_qp_place = true;
-      Status st = role == cm::Role::active ? c.connect(fixed_.factory) : c.accept(fixed_.factory);
-      if (!st) WIREUP_LOG(debug, "rank %u lane %u: %s", p->peer, p->lane, st.message().c_str());
-      after_event(*p);
-      ++work;
+    for (uint32_t rail = 0; rail < admission_.rails(); ++rail) {
+      uint64_t i = 0;
+      while (admission_.next_waiter(rail, role, &i)) {
+        Pair* p = pairs_.at(i);
+        auto* cs = p ? p->as<Connecting>() : nullptr;
+        // A key left behind by an attempt that is gone (or runs on another rail now) is stale.
+        if (cs == nullptr || cs->holds_qp_place || cs->rail != rail) continue;
+        cm::Connection& c = *cs->conn;
+        if (c.state() != cm::State::route_resolved && c.state() != cm::State::requested) continue;
+        (void)admission_.try_acquire_qp(rail, role);  // next_waiter() checked the room
+        cs->holds_qp_place = true;
+        Status st = role == cm::Role::active ? c.connect(fixed_.factory) : c.accept(fixed_.factory);
+        if (!st) WIREUP_LOG(debug, "rank %u lane %u: %s", p->peer, p->lane, st.message().c_str());
+        after_event(*p);
+        ++work;
+      }
     }
   }
   return work;
@@ -104,7 +138,7 @@ void Engine::after_event(Pair& p) {
   switch (cs->conn->state()) {
     case cm::State::route_resolved:
     case cm::State::requested:
-      if (!cs->holds_qp_place) admission_.wait_for_qp(p.role, pairs_.index(p));
+      if (!cs->holds_qp_place) admission_.wait_for_qp(cs->rail, p.role, pairs_.index(p));
       return;
     case cm::State::established:
       return establish(p);
@@ -117,8 +151,8 @@ void Engine::after_event(Pair& p) {
 
 void Engine::release_state(Pair& p) {
   if (auto* cs = p.as<Connecting>()) {
-    if (p.role == cm::Role::active) admission_.release_connect();
-    if (cs->holds_qp_place) admission_.release_qp(p.role);
+    if (p.role == cm::Role::active) admission_.release_connect(cs->rail);
+    if (cs->holds_qp_place) admission_.release_qp(cs->rail, p.role);
     cs->holds_qp_place = false;
     retire(std::move(cs->conn));
   }
@@ -143,8 +177,9 @@ void Engine::abandon_attempt(Pair& p) {
 void Engine::establish(Pair& p) {
   auto& cs = *p.as<Connecting>();
   std::unique_ptr<cm::Connection> c = std::move(cs.conn);
-  if (p.role == cm::Role::active) admission_.release_connect();
-  if (cs.holds_qp_place) admission_.release_qp(p.role);
+  const uint32_t rail = cs.rail;
+  if (p.role == cm::Role::active) admission_.release_connect(rail);
+  if (cs.holds_qp_place) admission_.release_qp(rail, p.role);
   LinkInfo l;
   if (c->qp()) {
     l.device = c->qp()->device().info().name.c_str();
@@ -173,11 +208,13 @@ void Engine::establish(Pair& p) {
   }
   if (p.role == cm::Role::active) {
     ++stats_[Counter::established_active];
+    ++stats_.rail(rail).established_active;
     // Its ESTABLISHED stamp (rdma_establish just returned; the migration came since).
     const Nanos at = c->timings().established;
     life_.last_active_established = at != cm::kUnset ? at : now();
   } else {
     ++stats_[Counter::established_passive];
+    ++stats_.rail(rail).established_passive;
   }
   stats_.record(*c);
   ConnResult r;
@@ -200,8 +237,10 @@ void Engine::establish(Pair& p) {
 }
 
 void Engine::settle_failure(Pair& p) {
-  const cm::Connection& c = *p.as<Connecting>()->conn;
+  const Connecting& cs = *p.as<Connecting>();
+  const cm::Connection& c = *cs.conn;
   cm::Failure f = failure_of(c);
+  if (f.kind == cm::FailKind::rejected) ++stats_.rail(cs.rail).rejects_received;
   std::optional<uint32_t> rail;
   if (c.id() != nullptr && c.id()->device() != nullptr) rail = rails_.rail_of(c.id()->device());
   abandon_attempt(p);

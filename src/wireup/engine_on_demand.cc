@@ -81,7 +81,7 @@ Status Engine::connect(uint32_t peer) {
 void Engine::ask_lane(Pair& p, bool address_known) {
   ++stats_[Counter::asks];
   if (address_known) {
-    pairs_.queue_start(p);
+    pairs_.queue_start(p, rail_for(p));
   } else {
     p.awaiting_address = true;
   }
@@ -103,7 +103,7 @@ Status Engine::add_peer(const Peer& peer) {
     Pair* p = pairs_.find(peer.rank, lane);
     if (p == nullptr || !p->awaiting_address) continue;
     p->awaiting_address = false;
-    if (p->state() == PairState::waiting && p->role == cm::Role::active) pairs_.queue_start(*p);
+    if (p->state() == PairState::waiting && p->role == cm::Role::active) pairs_.queue_start(*p, rail_for(*p));
   }
   return Status::ok();
 }

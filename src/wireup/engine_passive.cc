@@ -52,7 +52,9 @@ void Engine::handle_request(prov::CmEvent& ev) {
   p->attempt = v.header.attempt;
   auto c = cm::Connection::from_request(prov_, ev, spec_for(*p, v.header.nonce), this);
   if (p->first_start == cm::kUnset) p->first_start = c->timings().start;  // its one reading
-  pairs_.become(*p, Connecting{std::move(c), false, std::move(last)});
+  // Its QP place is its listener's rail's (admission.h).
+  const auto rail = static_cast<uint8_t>(rail_of_request(ev));
+  pairs_.become(*p, Connecting{std::move(c), false, rail, std::move(last)});
   after_event(*p);  // queues it for a QP; grant_qps() accepts within the QP window
 }
 

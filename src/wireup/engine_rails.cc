@@ -3,7 +3,8 @@
 // rail_routes.h), and the peers no rail of ours reaches given up at start with the reason.
 // Each lane then leaves from its pair's local rail (its profile's source address) to the
 // peer's address on the paired rail (Engine::spec_for); a passive lane runs on the rail whose
-// listener the request reached, which the QP's device says (LinkInfo::rail).
+// listener the request reached, which the QP's device says (LinkInfo::rail). Each rail has its
+// own windows and its own start order (admission.h, pair_table.h); a lost rail's waiters move.
 #include "common/log.h"
 #include "wireup/engine.h"
 #include "wireup/rail_address.h"
@@ -72,6 +73,53 @@ void Engine::give_up_unpaired() {
   }
 }
 
+uint32_t Engine::rail_for(const Pair& p) const {
+  auto r = rails_.route(p.peer, p.lane, opt().rank);
+  return r && r->rail < admission_.rails() ? r->rail : 0;
+}
+
+uint32_t Engine::rails_paired(uint32_t peer) const {
+  const PeerPairing* pairing = rails_.pairing(peer);
+  return pairing != nullptr && !pairing->pairs.empty() ? static_cast<uint32_t>(pairing->pairs.size()) : 1;
+}
+
+uint32_t Engine::rail_of_request(const prov::CmEvent& ev) const {
+  if (ev.listen_id == nullptr || !is_listener_tag(ev.listen_id->route().tag)) return 0;
+  const uint32_t rail = rail_of_tag(ev.listen_id->route().tag);
+  return rail < admission_.rails() ? rail : 0;
+}
+
+void Engine::move_waiters_off(uint32_t rail) {
+  pairs_.move_starts(rail, [&](const Pair& p) { return rail_for(p); });
+  for (uint64_t key : admission_.take_waiters(rail)) {
+    Pair* p = pairs_.at(key);
+    if (p == nullptr || !p->open()) continue;
+    // Due, waiting for the lost rail's connect window: it waits for its new rail's instead.
+    if (p->state() == PairState::waiting) {
+      if (p->role == cm::Role::active) admission_.wait_for_connect(rail_for(*p), key);
+      continue;
+    }
+    // Waiting for a QP place there: its id is on the lost device and can go no further. Its
+    // places go back (to the lost rail, where they were counted); the active side tries again
+    // at once on its new route (within its attempts), the passive side waits for the peer's.
+    auto* cs = p->as<Connecting>();
+    if (cs == nullptr || cs->holds_qp_place || cs->rail != rail) continue;
+    abandon_attempt(*p);
+    if (p->role == cm::Role::passive) continue;
+    if (p->attempt < opt().max_attempts) {
+      ++stats_[Counter::retries];
+      admission_.wait_for_connect(rail_for(*p), key);
+      continue;
+    }
+    cm::Failure f;
+    f.kind = cm::FailKind::device_removal;
+    f.error = Error::make(ErrorCode::device_removed, "rail " + std::to_string(rail) + " lost",
+                          "its attempts ran out while it waited for a QP place on the lost rail");
+    f.error.peer = "rank " + std::to_string(p->peer) + " lane " + std::to_string(p->lane);
+    give_up(*p, f, PeerError::Cause::device_removed);
+  }
+}
+
 bool Engine::lose_rail(uint32_t rail, const std::string& why) {
   if (watch_.lost()) return false;
   const bool was_up = rail < rails_.size() && rails_.local()[rail].up;
@@ -79,6 +127,8 @@ bool Engine::lose_rail(uint32_t rail, const std::string& why) {
   if (!was_up) return true;                   // said already (every id of the device reports it)
   WIREUP_LOG(warn, "rank %u: rail %u (%s) lost: %s; its unsettled lanes move to the rails left", opt().rank, rail,
              rails_.local()[rail].address.addr.to_string().c_str(), why.c_str());
+  // What waited on its windows now waits on the rails left.
+  move_waiters_off(rail);
   // Peers no rail left reaches: their open pairs are given up, naming the rail.
   for (Pair& p : pairs_) {
     const PeerPairing* pairing = rails_.pairing(p.peer);

@@ -40,6 +40,15 @@ Pacing effective(const Pacing& asked, int backlog);
 // receive in a job of n ranks. Only meaningful when plan::initiates(me, peer, n).
 uint64_t slot(uint32_t me, uint32_t peer, uint32_t lane, uint32_t n);
 
+// Several rails: the peer listens on each of its rails, each with its own backlog, and each
+// rail is paced alone. An initiator stripes its lanes over the `rails` rail pairs it has with
+// the peer from the sum of both ranks (rail_routes.h: lane L of rank i goes over pair
+// (L + i + peer) mod rails), and assumes every other initiator does the same with as many
+// pairs (like the pacing, the rail count is taken to be the job's). The slot is then the
+// place of (me, lane) among the planned first REQs of the one listener its lane goes to, in
+// the same order (lane-major, nearest first). With one rail it is slot().
+uint64_t rail_slot(uint32_t me, uint32_t peer, uint32_t lane, uint32_t n, uint32_t rails);
+
 // How long after start() the REQ in `slot` may leave; 0 when pacing is off or within the burst.
 Nanos delay(const Pacing& p, uint64_t slot);
 

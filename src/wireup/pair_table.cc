@@ -30,8 +30,9 @@ void PairTable::build(const std::vector<uint64_t>& active, const std::vector<uin
     p.role = role;
     p.index = static_cast<uint32_t>(built_.size() - 1);
   }
-  start_order_.reserve(active.size());
-  for (uint64_t k : active) start_order_.push_back(find(k)->index);
+  start_order_.assign(1, {});
+  start_order_[0].reserve(active.size());
+  for (uint64_t k : active) start_order_[0].push_back(find(k)->index);
   open_ = built_.size();
 }
 
@@ -60,22 +61,36 @@ const Pair* PairTable::find(uint64_t key) const {
   return it != added_.end() && it->key == key ? at(it->index) : nullptr;
 }
 
-Pair* PairTable::next_to_start() {
-  while (!start_order_.empty()) {
-    const uint32_t i = start_order_.front();
-    start_order_.pop_front();
+Pair* PairTable::next_to_start(uint32_t q) {
+  if (q >= start_order_.size()) return nullptr;
+  Fifo<uint32_t>& order = start_order_[q];
+  while (!order.empty()) {
+    const uint32_t i = order.front();
+    order.pop_front();
     if (Pair* p = at(i)) return p;
   }
   return nullptr;
 }
 
-const Pair* PairTable::peek_next_to_start() const {
-  for (uint32_t i : start_order_)
+const Pair* PairTable::peek_next_to_start(uint32_t q) const {
+  if (q >= start_order_.size()) return nullptr;
+  for (uint32_t i : start_order_[q])
     if (const Pair* p = at(i)) return p;
   return nullptr;
 }
 
-void PairTable::release_start_order() { start_order_.release(); }
+bool PairTable::all_started() const {
+  return std::all_of(start_order_.begin(), start_order_.end(), [](const Fifo<uint32_t>& f) { return f.empty(); });
+}
+
+void PairTable::queue_start(const Pair& p, uint32_t q) {
+  if (q >= start_order_.size()) start_order_.resize(q + 1);
+  start_order_[q].push_back(p.index);
+}
+
+void PairTable::release_start_order() {
+  for (Fifo<uint32_t>& f : start_order_) f.release();
+}
 
 void PairTable::clear() {
   std::vector<Pair>().swap(built_);

@@ -5,7 +5,7 @@
 //                Passive: ready for the peer's next REQ; `last` is what to report if none
 //                comes before the deadline.
 //   connecting   a cm::Connection owns the id (and the QP once made); `holds_qp_place` says
-//                whether it counts against the QP window.
+//                whether it counts against its rail's QP window.
 //   established  only the id (migrated to the steady channel) and the QP until the transport
 //                takes it; `result` is its record in Records.
 //   failed       given up; `error` is its record in Records. On the active side an abandon
@@ -54,6 +54,9 @@ struct Waiting {
 struct Connecting {
   std::unique_ptr<cm::Connection> conn;
   bool holds_qp_place = false;
+  // The rail whose windows this attempt counts against (admission.h): an active lane's local
+  // rail when it started, a passive one's listener. Its places go back there.
+  uint8_t rail = 0;
   std::unique_ptr<cm::Failure> last;  // passive: an earlier attempt's failure, kept for the deadline
 };
 struct Established {
@@ -153,13 +156,35 @@ class PairTable {
   const_iterator end() const { return {this, size()}; }
   size_t size() const { return built_.size() + added_count(); }
 
-  // The next active pair in start order (first attempts), or null when all were started.
-  Pair* next_to_start();
-  // The pair next_to_start() would return, left in place (null when all were started).
-  const Pair* peek_next_to_start() const;
-  bool all_started() const { return start_order_.empty(); }
-  // On demand: queues a pair's first attempt behind those already queued.
-  void queue_start(const Pair& p) { start_order_.push_back(p.index); }
+  // First attempts wait in start order, one queue per rail (the rail of each pair's lane, so
+  // that one rail's full window or paced listener never holds back another's starts); build()
+  // puts them all in queue 0, split_start_order() spreads them.
+  // The next active pair in rail `q`'s start order, or null when all its pairs were started.
+  Pair* next_to_start(uint32_t q = 0);
+  // The pair next_to_start(q) would return, left in place (null when all were started).
+  const Pair* peek_next_to_start(uint32_t q = 0) const;
+  bool all_started() const;
+  bool all_started(uint32_t q) const { return q >= start_order_.size() || start_order_[q].empty(); }
+  uint32_t start_queues() const { return static_cast<uint32_t>(start_order_.size()); }
+  // On demand: queues a pair's first attempt behind those already queued on rail `q`.
+  void queue_start(const Pair& p, uint32_t q = 0);
+  // Spreads queue 0 over `queues` queues by `queue_of`, each keeping the start order.
+  template <class F>
+  void split_start_order(uint32_t queues, F queue_of) {
+    Fifo<uint32_t> all = std::move(start_order_[0]);
+    start_order_.assign(queues, {});
+    for (uint32_t i : all) queue_start(*at(i), queue_of(*at(i)));
+  }
+  // Rail `q` carries nothing more: its queued first attempts join the queues `queue_of` says
+  // (behind what those hold), in their order.
+  template <class F>
+  void move_starts(uint32_t q, F queue_of) {
+    if (q >= start_order_.size()) return;
+    Fifo<uint32_t> moved = std::move(start_order_[q]);
+    start_order_[q] = {};
+    for (uint32_t i : moved)
+      if (const Pair* p = at(i)) queue_start(*p, queue_of(*p));
+  }
 
   // Replaces a pair's state (and destroys what the old one owned: retire connections first).
   // The one way a pair changes state, so that the count of open pairs follows every change.
@@ -192,7 +217,7 @@ class PairTable {
   std::vector<Pair> built_;
   std::unique_ptr<std::deque<Pair>> added_pairs_;
   std::vector<Key> added_;  // sorted by key
-  Fifo<uint32_t> start_order_;  // indexes, consumed from the front
+  std::vector<Fifo<uint32_t>> start_order_ = std::vector<Fifo<uint32_t>>(1);  // by rail: indexes, consumed from the front
   size_t open_ = 0;
 };
 

@@ -146,6 +146,19 @@ std::map<std::string, uint64_t> Stats::ece_outcomes_by_name() const {
   return m;
 }
 
+std::vector<RailCounts> Stats::rails() const {
+  std::vector<RailCounts> v = rails_;
+  if (windows_ != nullptr && v.size() < windows_->rails()) v.resize(windows_->rails());
+  if (v.empty()) v.resize(1);
+  return v;
+}
+
+WindowPeaks Stats::window_peaks(uint32_t rail) const {
+  return windows_ != nullptr && rail < windows_->rails() ? windows_->peaks(rail) : WindowPeaks{};
+}
+
+WindowPeaks Stats::window_peaks_total() const { return windows_ != nullptr ? windows_->peaks_total() : WindowPeaks{}; }
+
 namespace {
 // Maps keyed by a reject reason number still get string keys: JSON objects have no others.
 template <class K>
@@ -178,6 +191,25 @@ std::string Stats::to_json() const {
                                                  {"p99", tenth(p.p99_us)},
                                                  {"max", tenth(p.max_us)},
                                                  {"mean", tenth(p.mean_us)}};
+  }
+  // The windows' peaks (the most in flight at once), over every rail together, then per rail
+  // with what each rail carried.
+  auto peaks_json = [](const WindowPeaks& w) {
+    return nlohmann::ordered_json{{"connects", w.connects},
+                                  {"qps_active", w.qps[static_cast<int>(cm::Role::active)]},
+                                  {"qps_passive", w.qps[static_cast<int>(cm::Role::passive)]}};
+  };
+  j["window_peaks"] = peaks_json(window_peaks_total());
+  nlohmann::ordered_json& rails = j["rails"] = nlohmann::ordered_json::array();
+  const std::vector<RailCounts> rs = this->rails();
+  for (size_t r = 0; r < rs.size(); ++r) {
+    rails.push_back({{"rail", r},
+                     {"connects_started", rs[r].connects_started},
+                     {"retries", rs[r].retries},
+                     {"established_active", rs[r].established_active},
+                     {"established_passive", rs[r].established_passive},
+                     {"rejects_received", rs[r].rejects_received},
+                     {"window_peaks", peaks_json(window_peaks(static_cast<uint32_t>(r)))}});
   }
   return j.dump();
 }

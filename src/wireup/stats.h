@@ -12,6 +12,7 @@
 #include "cm/connection.h"
 #include "common/clock.h"
 #include "ece/policy.h"
+#include "wireup/admission.h"
 #include "wireup/engine_types.h"
 #include "wireup/private_data.h"
 
@@ -87,6 +88,17 @@ enum class Counter : uint8_t {
 };
 const char* to_string(Counter c);
 
+// What one rail carried (admission.h: each rail has its own windows). The engine's totals
+// (Counter) stay as they were; these split some of them by the rail of the attempt: an active
+// lane's local rail, a passive one's listener.
+struct RailCounts {
+  uint64_t connects_started = 0;     // active attempts started on the rail, first ones and retries
+  uint64_t retries = 0;              // of those, attempts after a pair's first (wherever that ran)
+  uint64_t established_active = 0;
+  uint64_t established_passive = 0;
+  uint64_t rejects_received = 0;     // REJs the peers sent to attempts on the rail
+};
+
 class Stats {
  public:
   static constexpr size_t kRejectReasons = 64;  // IB CM reject reasons are 1..35 (IBTA 12.6.7.2)
@@ -107,6 +119,19 @@ class Stats {
   // 8 bytes per phase and endpoint, and would grow with every connection an on-demand engine
   // ever makes. `results` must outlive the Stats (both are the engine's).
   void attach(const std::vector<ConnResult>* results) { results_ = results; }
+  // The windows' peaks are read from the admission when asked for (it must outlive the Stats).
+  void attach(const Admission* windows) { windows_ = windows; }
+
+  // Rail `rail`'s counts (made on first use).
+  RailCounts& rail(uint32_t rail) {
+    if (rail >= rails_.size()) rails_.resize(rail + 1);
+    return rails_[rail];
+  }
+  // One entry per rail: as many as the admission has (or as were counted, if more).
+  std::vector<RailCounts> rails() const;
+  // The windows' peaks per rail and over all rails together (zeros without an admission).
+  WindowPeaks window_peaks(uint32_t rail) const;
+  WindowPeaks window_peaks_total() const;
   void record(const cm::Connection& c);
 
   PhaseSummary summary(Phase p) const;
@@ -132,6 +157,8 @@ class Stats {
   std::array<uint64_t, kFailKinds> failures_{};
   std::array<uint64_t, kEceOutcomes> ece_{};
   const std::vector<ConnResult>* results_ = nullptr;
+  std::vector<RailCounts> rails_;
+  const Admission* windows_ = nullptr;
 };
 
 }  // namespace wireup

@@ -121,8 +121,21 @@ void lose_rail_one_at(Nanos after, uint64_t seed, size_t& moved) {
     EXPECT_FALSE(e.device_lost()) << "rank " << i << ": one rail of two is not the device";
     // Only a lane the peer had established on rail 1 (lost there on both ends) is an error.
     size_t lost_established = 0;
+    // A passive side whose REP was out when the rail went (DEVICE_REMOVAL in `accepting`)
+    // cannot tell whether the peer got it: when the peer had (it established, then lost the
+    // lane to its own removal: its result withdrawn, on rail 1), no retry comes and the lane
+    // is reported at the wireup deadline. Seen since the rails have their own windows (the
+    // connects' timing moved); noted in notes/multi-rail.md, "Left".
+    auto peer_lost_it = [&](const PeerError& err) {
+      if (err.role != cm::Role::passive || err.failure.kind != cm::FailKind::device_removal) return false;
+      const Engine& pe = *job->ranks[err.peer].engine;
+      for (const ConnResult& c : pe.results())
+        if (c.peer == i && c.lane == err.lane && c.withdrawn && pe.link(c).rail == 1) return true;
+      return false;
+    };
     for (const PeerError& err : e.errors()) {
       if (err.cause == PeerError::Cause::device_removed && err.failure.after_peer_established) ++lost_established;
+      else if (peer_lost_it(err)) ++lost_established;
       else ADD_FAILURE() << "rank " << i << ": " << err.describe();
     }
     size_t live = 0, withdrawn = 0;

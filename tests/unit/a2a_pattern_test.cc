@@ -135,5 +135,43 @@ TEST(A2aSummary, OnDemandPlansThePatternAndFailsOnAPatternViolation) {
   EXPECT_EQ(exit_status(summarize(job, {r})), 1) << "a connection nobody asked for fails the job";
 }
 
+// The engine's per-rail stats (its JSON's "rails" and "window_peaks") reach the summary: counts
+// summed over the ranks, window peaks the most one rank reached, one text line with several rails.
+TEST(A2aSummary, RailsCountsAndWindowPeaksFromTheStatsJson) {
+  const std::string json =
+      R"({"connects_started":5,"window_peaks":{"connects":2,"qps_active":2,"qps_passive":1},"rails":[)"
+      R"({"rail":0,"connects_started":3,"retries":1,"established_active":2,"established_passive":1,)"
+      R"("rejects_received":1,"window_peaks":{"connects":1,"qps_active":1,"qps_passive":1}},)"
+      R"({"rail":1,"connects_started":2,"retries":0,"established_active":2,"established_passive":0,)"
+      R"("rejects_received":0,"window_peaks":{"connects":1,"qps_active":1,"qps_passive":0}}]})";
+  RankReport a;
+  read_rail_stats(json, a);
+  ASSERT_EQ(a.rails.size(), 2u);
+  EXPECT_EQ(a.rails[0].established, 3u);
+  EXPECT_EQ(a.connect_peak_total, 2u);
+  auto back = deserialize(serialize(a));
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->rails[0].connects_started, 3u);
+  EXPECT_EQ(back->rails[0].retries, 1u);
+  EXPECT_EQ(back->rails[0].rejects_received, 1u);
+  EXPECT_EQ(back->rails[1].qp_peak_active, 1u);
+  EXPECT_EQ(back->connect_peak_total, 2u);
+  RankReport b = *back;
+  b.rank = 1;
+  b.rails[1].connect_peak = 4;
+  JobInfo job;
+  job.ranks = 2, job.lanes = 1, job.provider = "sim", job.mode = "sim";
+  const Summary s = summarize(job, {*back, b});
+  EXPECT_EQ(s.rails.at(0).connects_started, 6u);
+  EXPECT_EQ(s.rails.at(1).connect_peak, 4u);
+  EXPECT_EQ(s.connect_peak_total, 2u);
+  EXPECT_NE(human(s).find("rail windows rail 0: 6 connects (2 retries), 6 established, 2 rejects, peak 1 connects 1+1 "
+                          "QPs; rail 1: 4 connects (0 retries), 4 established, 0 rejects, peak 4 connects 1+0 QPs; "
+                          "all rails peak 2 connects\n"),
+            std::string::npos)
+      << human(s);
+  EXPECT_NE(to_json(s).find(R"("rails":[{"rail":0,"connects_started":6,)"), std::string::npos) << to_json(s);
+}
+
 }  // namespace
 }  // namespace wireup::a2a

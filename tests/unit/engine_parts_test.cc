@@ -136,35 +136,102 @@ TEST(RetryScheduler, NoticeDelaysAndConnectsShareOneJitterSequence) {
 
 TEST(Admission, ConnectWindow) {
   Admission a(2, 1);
-  EXPECT_TRUE(a.try_acquire_connect());
-  EXPECT_TRUE(a.try_acquire_connect());
-  EXPECT_FALSE(a.try_acquire_connect());
-  a.release_connect();
-  EXPECT_TRUE(a.connect_room());
-  EXPECT_EQ(a.connects_in_flight(), 1u);
+  EXPECT_TRUE(a.try_acquire_connect(0));
+  EXPECT_TRUE(a.try_acquire_connect(0));
+  EXPECT_FALSE(a.try_acquire_connect(0));
+  a.release_connect(0);
+  EXPECT_TRUE(a.connect_room(0));
+  EXPECT_EQ(a.connects_in_flight(0), 1u);
 }
 
 TEST(Admission, QpWindowsArePerRoleAndWaitersKeepTheirOrder) {
   Admission a(8, 1);
-  a.wait_for_qp(cm::Role::active, 11);
-  a.wait_for_qp(cm::Role::active, 12);
-  a.wait_for_qp(cm::Role::passive, 21);
+  a.wait_for_qp(0, cm::Role::active, 11);
+  a.wait_for_qp(0, cm::Role::active, 12);
+  a.wait_for_qp(0, cm::Role::passive, 21);
   EXPECT_TRUE(a.qp_grant_ready());
   uint64_t k = 0;
-  ASSERT_TRUE(a.next_waiter(cm::Role::active, &k));
+  ASSERT_TRUE(a.next_waiter(0, cm::Role::active, &k));
   EXPECT_EQ(k, 11u);
-  EXPECT_TRUE(a.try_acquire_qp(cm::Role::active));
-  EXPECT_FALSE(a.next_waiter(cm::Role::active, &k)) << "the active window is full";
+  EXPECT_TRUE(a.try_acquire_qp(0, cm::Role::active));
+  EXPECT_FALSE(a.next_waiter(0, cm::Role::active, &k)) << "the active window is full";
   // A full active window never blocks the passive side: that is what breaks the deadlock of
   // two ranks whose windows filled with their own connects.
-  ASSERT_TRUE(a.next_waiter(cm::Role::passive, &k));
+  ASSERT_TRUE(a.next_waiter(0, cm::Role::passive, &k));
   EXPECT_EQ(k, 21u);
-  EXPECT_TRUE(a.try_acquire_qp(cm::Role::passive));
-  a.release_qp(cm::Role::active);
-  ASSERT_TRUE(a.next_waiter(cm::Role::active, &k));
+  EXPECT_TRUE(a.try_acquire_qp(0, cm::Role::passive));
+  a.release_qp(0, cm::Role::active);
+  ASSERT_TRUE(a.next_waiter(0, cm::Role::active, &k));
   EXPECT_EQ(k, 12u);
   a.drop_waiters();
   EXPECT_FALSE(a.qp_grant_ready());
+}
+
+// Each rail is its own HCA and its own listener at the peer: one rail's full windows leave
+// the other's untouched, and the peaks are kept per rail and over the rails together.
+TEST(Admission, EachRailHasItsOwnWindows) {
+  Admission a(1, 1, 2);
+  ASSERT_EQ(a.rails(), 2u);
+  EXPECT_TRUE(a.try_acquire_connect(0));
+  EXPECT_FALSE(a.connect_room(0));
+  EXPECT_TRUE(a.connect_room(1)) << "rail 0's full connect window holds back rail 1";
+  EXPECT_TRUE(a.try_acquire_connect(1));
+  EXPECT_FALSE(a.try_acquire_connect(1));
+  EXPECT_EQ(a.connects_in_flight(0), 1u);
+  EXPECT_EQ(a.connects_in_flight(1), 1u);
+
+  a.wait_for_qp(0, cm::Role::active, 10);
+  a.wait_for_qp(0, cm::Role::active, 11);
+  a.wait_for_qp(1, cm::Role::active, 20);
+  uint64_t k = 0;
+  ASSERT_TRUE(a.next_waiter(0, cm::Role::active, &k));
+  EXPECT_EQ(k, 10u);
+  EXPECT_TRUE(a.try_acquire_qp(0, cm::Role::active));
+  EXPECT_FALSE(a.next_waiter(0, cm::Role::active, &k)) << "rail 0's QP window is full";
+  EXPECT_TRUE(a.qp_grant_ready()) << "rail 1 has a waiter and a free place";
+  ASSERT_TRUE(a.next_waiter(1, cm::Role::active, &k));
+  EXPECT_EQ(k, 20u);
+  EXPECT_TRUE(a.try_acquire_qp(1, cm::Role::active));
+  EXPECT_FALSE(a.qp_grant_ready()) << "key 11 waits for rail 0's place";
+
+  EXPECT_EQ(a.peaks(0).connects, 1u);
+  EXPECT_EQ(a.peaks(1).connects, 1u);
+  EXPECT_EQ(a.peaks_total().connects, 2u);
+  EXPECT_EQ(a.peaks(0).qps[static_cast<int>(cm::Role::active)], 1u);
+  EXPECT_EQ(a.peaks_total().qps[static_cast<int>(cm::Role::active)], 2u);
+  // A place goes back to its own rail: rail 1's release frees nothing on rail 0.
+  a.release_qp(1, cm::Role::active);
+  EXPECT_FALSE(a.next_waiter(0, cm::Role::active, &k));
+  a.release_qp(0, cm::Role::active);
+  ASSERT_TRUE(a.next_waiter(0, cm::Role::active, &k));
+  EXPECT_EQ(k, 11u);
+  a.release_connect(1);
+  a.release_connect(0);
+  EXPECT_EQ(a.peaks_total().connects, 2u) << "a peak stays";
+}
+
+// A pair due while its rail's connect window is full waits for that rail only, ahead of
+// nothing on the other; a lost rail hands back every key waiting on it, its queues empty.
+TEST(Admission, ConnectWaitersPerRailAndALostRailsWaitersAreHandedBack) {
+  Admission a(1, 1, 2);
+  ASSERT_TRUE(a.try_acquire_connect(1));
+  a.wait_for_connect(1, 7);
+  a.wait_for_connect(1, 8);
+  EXPECT_FALSE(a.connect_ready()) << "rail 1 is full";
+  uint64_t k = 0;
+  EXPECT_FALSE(a.next_connect_waiter(1, &k));
+  EXPECT_FALSE(a.next_connect_waiter(0, &k)) << "rail 1's waiters are not rail 0's";
+  a.release_connect(1);
+  EXPECT_TRUE(a.connect_ready());
+  ASSERT_TRUE(a.next_connect_waiter(1, &k));
+  EXPECT_EQ(k, 7u);
+  a.wait_for_qp(1, cm::Role::passive, 30);
+  a.wait_for_qp(1, cm::Role::active, 31);
+  const std::vector<uint64_t> moved = a.take_waiters(1);
+  EXPECT_EQ(moved, (std::vector<uint64_t>{8, 31, 30}));
+  EXPECT_FALSE(a.connect_ready());
+  EXPECT_FALSE(a.qp_grant_ready());
+  EXPECT_TRUE(a.take_waiters(1).empty());
 }
 
 // --- the request gate: every stranger, one row ---------------------------------------------------

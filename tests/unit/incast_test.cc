@@ -6,6 +6,7 @@
 
 #include "wireup/incast.h"
 #include "wireup/plan.h"
+#include "wireup/rail_pairing.h"
 
 namespace wireup {
 namespace {
@@ -31,6 +32,42 @@ TEST(Incast, EachListenersInitiatorsHaveDistinctSlotsBelowHalfTheJob) {
           EXPECT_LT(s, uint64_t(lane + 1) * (n / 2));
         }
         EXPECT_EQ(seen.size(), plan::incoming(q, n, everyone(n)).size());
+      }
+    }
+  }
+}
+
+// Several rails: each of the listener's rails is paced alone. Its slot for (me, lane) is the
+// place of that REQ among the first REQs the same listener rail is planned to receive, in the
+// senders' order (lane-major, nearest first), where each sender's lane goes over the pair the
+// engine's striping gives it (lane_pair from the sum of both ranks, rail_routes.h).
+TEST(Incast, RailSlotsAreThePlaceAmongTheSameRailsInitiators) {
+  for (uint32_t rails : {1u, 2u, 3u, 4u, 8u}) {
+    PeerPairing pairing;
+    for (uint32_t r = 0; r < rails; ++r) pairing.pairs.push_back(RailPair{r, r});
+    for (uint32_t n : {2u, 3u, 5u, 8u, 9u, 33u, 64u}) {
+      for (uint32_t q = 0; q < n; ++q) {
+        std::vector<uint64_t> next(rails, 0);  // per listener rail: the next place
+        for (uint32_t lane = 0; lane < 5; ++lane) {
+          for (uint32_t d = 1; d <= n / 2; ++d) {
+            const uint32_t me = (q + n - d) % n;
+            const uint32_t k = lane_pair(pairing, lane, me + q).peer;
+            EXPECT_EQ(incast::rail_slot(me, q, lane, n, rails), next[k]++)
+                << rails << " rails, n " << n << " listener " << q << " rank " << me << " lane " << lane;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Incast, OneRailIsTheListenersSlot) {
+  for (uint32_t n : {2u, 7u, 64u}) {
+    for (uint32_t me = 0; me < n; ++me) {
+      for (uint32_t q = 0; q < n; ++q) {
+        if (me != q) {
+          EXPECT_EQ(incast::rail_slot(me, q, 2, n, 1), incast::slot(me, q, 2, n));
+        }
       }
     }
   }

@@ -70,6 +70,12 @@ echo "rails-check: results by rail: $by_rail; kernel RC QPs at RTS: rxe0 $k0, rx
 jq -e '.connections == 4 and .failed == 0' "$json" >/dev/null || fail "not every lane connected: $(jq -c '{connections, failed, failures}' "$json")"
 [ "$by_rail" = '{"0:rxe0":4,"1:rxe1":4}' ] || fail "the results do not put half the lanes on each rail: $by_rail"
 ((k0 == 4 && k1 == 4)) || fail "the kernel does not show 4 RC QPs at RTS on each device (rxe0 $k0, rxe1 $k1)"
+# Each rail has its own windows and counts (the engine's stats, "rails"): both carried connects,
+# 4 endpoints established on each, and the per-rail connects add up to the total.
+echo "rails-check: per rail: $(jq -c '.rails' "$json"); all rails' connect window peak $(jq -c '.connect_window_peak' "$json")"
+jq -e '(.rails | length) == 2 and all(.rails[]; .connects_started > 0 and .established == 4 and .connect_window_peak >= 1)
+       and ([.rails[].connects_started] | add) == .connects_started' "$json" >/dev/null ||
+  fail "the per-rail stats do not show both rails carrying their lanes: $(jq -c '{rails, connects_started}' "$json")"
 
 # One rail's netdev down before start: rxe1's port is down, so the rail set has rxe0 alone
 # (said at warn, with the reason), and every lane runs there.

@@ -150,7 +150,7 @@ void Core::send(Msg m, Nanos depart) {
     ++stats.messages_unroutable;
     return;
   }
-  MessageFate f = faults.message(m.type, m.src_node, m.dst_node, depart);
+  MessageFate f = faults.message(m.type, m.src_node, m.dst_node, depart, m.dst_ip);
   if (f.lost) {
     ++stats.messages_lost;
     return;

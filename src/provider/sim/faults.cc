@@ -23,7 +23,7 @@ namespace {
 bool matches(int64_t want, uint32_t node) { return want < 0 || static_cast<uint32_t>(want) == node; }
 }  // namespace
 
-MessageFate FaultInjector::message(CmMsg type, uint32_t src, uint32_t dst, Nanos now) {
+MessageFate FaultInjector::message(CmMsg type, uint32_t src, uint32_t dst, Nanos now, uint32_t dst_ip) {
   MessageFate f;
   double loss = plan_.loss;
   double dup = plan_.duplicate;
@@ -33,6 +33,7 @@ MessageFate FaultInjector::message(CmMsg type, uint32_t src, uint32_t dst, Nanos
   for (size_t i = 0; i < plan_.rules.size(); ++i) {
     const MessageRule& r = plan_.rules[i];
     if (!(r.types & msg_bit(type)) || !matches(r.src_node, src) || !matches(r.dst_node, dst) ||
+        (r.dst_ip != 0 && r.dst_ip != dst_ip) ||
         now < r.from || now >= r.until || (r.max_hits >= 0 && rule_hits_[i] >= r.max_hits))
       continue;
     ++rule_hits_[i];
@@ -55,8 +56,7 @@ int FaultInjector::forced_reject(uint32_t src, uint32_t dst) {
   reject_hits_.resize(plan_.rejects.size(), 0);
   for (size_t i = 0; i < plan_.rejects.size(); ++i) {
     const ForcedReject& r = plan_.rejects[i];
-    if (!matches(r.src_node, src) || !matches(r.dst_node, dst) ||
-        (r.max_hits >= 0 && reject_hits_[i] >= r.max_hits))
+    if (!matches(r.src_node, src) || !matches(r.dst_node, dst) || (r.max_hits >= 0 && reject_hits_[i] >= r.max_hits))
       continue;
     if (!chance(r.probability)) return 0;
     ++reject_hits_[i];

@@ -24,6 +24,8 @@ struct MessageRule {
   uint32_t types = kAllMsgs;  // msg_bit(...) mask
   int64_t src_node = -1;      // -1: any
   int64_t dst_node = -1;
+  uint32_t dst_ip = 0;        // 0: any; else only messages to this address (host order,
+                              // spec.h's sim_ipv4): one device of the node, as one rail
   Nanos from{0};              // sent at or after
   Nanos until = kForever;     // sent before
   double drop = 0;            // probability that a matching message is lost
@@ -80,7 +82,7 @@ struct MessageFate {
 class FaultInjector {
  public:
   FaultInjector(FaultPlan plan, std::mt19937_64& rng) : plan_(std::move(plan)), rng_(rng) {}
-  MessageFate message(CmMsg type, uint32_t src, uint32_t dst, Nanos now);
+  MessageFate message(CmMsg type, uint32_t src, uint32_t dst, Nanos now, uint32_t dst_ip = 0);
   // A forced reject reason for a new REQ from src to dst, or 0.
   int forced_reject(uint32_t src, uint32_t dst);
   bool addr_error() { return chance(plan_.addr_error); }
