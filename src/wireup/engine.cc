@@ -56,8 +56,8 @@ Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions 
     profiles.back().local = src;
   }
   std::vector<LocalRail> rails;
-  for (const RailAddress& r : o.rails) rails.push_back(LocalRail{r, true});
-  if (rails.empty()) rails.push_back(LocalRail{RailAddress{o.listen_addr, 0}, true});
+  for (const RailAddress& r : o.rails) rails.push_back(LocalRail{r, RailState::up});
+  if (rails.empty()) rails.push_back(LocalRail{RailAddress{o.listen_addr, 0}, RailState::up});
   RailRoutes routes(std::move(rails), o.route_check);
   auto wire = Wire::create(o.job_key, o.rank, random_nonce_base());
   if (!wire) return wire.error();
@@ -98,7 +98,7 @@ Status Engine::listen_on(uint32_t rail, const prov::SockAddr& addr) {
   }
   // Bound to the device's address: the id names the device whose async events are ours.
   if (prov::Device* d = l.device()) {
-    rails_.set_device(rail, d);
+    rails_.set_device(rail, d, l.port_num());
     WIREUP_TRY(watch_.watch(*d, *this, opt().async_events));
   }
   WIREUP_TRY(l.listen(opt().backlog));

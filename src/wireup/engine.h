@@ -217,6 +217,16 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // more, every peer is paired again over the others and the open pairs no rail reaches any
   // more are given up; returns false when no rail is left (the caller loses the device).
   bool lose_rail(uint32_t rail, const std::string& why);
+  // PORT_ERR (`down`) or PORT_ACTIVE on a rail's port: RailRoutes::PortChange says what
+  // changed. Several rails, another up: the rail takes no new attempt and its unsettled active
+  // attempts move (move_off); its established lanes are only counted in the log. The event
+  // is reported to the transport either way.
+  void port_changed(const prov::DeviceEvent& ev, bool down);
+  // Active attempts on `rail` that have not had the peer's answer, abandoned and retried on
+  // their pairs' new routes (within their attempts); returns how many.
+  size_t move_off(uint32_t rail);
+  // The local rail an attempt leaves from (its profile's).
+  uint32_t rail_of(const cm::Connection& c) const;
   void teardown();
   Nanos now() const { return prov_.clock().now(); }
   const EngineOptions& opt() const { return fixed_.opt; }

@@ -37,9 +37,9 @@ void Engine::give_up_unpaired() {
 
 bool Engine::lose_rail(uint32_t rail, const std::string& why) {
   if (watch_.lost()) return false;
-  const bool was_up = rail < rails_.size() && rails_.local()[rail].up;
-  if (!rails_.take_down(rail)) return false;  // the last rail: the device as a whole
-  if (!was_up) return true;                   // said already (every id of the device reports it)
+  const bool was_left = rails_.state(rail) != RailState::lost;
+  if (!rails_.lose(rail)) return false;  // the last rail: the device as a whole
+  if (!was_left) return true;            // said already (every id of the device reports it)
   WIREUP_LOG(warn, "rank %u: rail %u (%s) lost: %s; its unsettled lanes move to the rails left", opt().rank, rail,
              rails_.local()[rail].address.addr.to_string().c_str(), why.c_str());
   // Peers no rail left reaches: their open pairs are given up, naming the rail.
@@ -53,6 +53,82 @@ bool Engine::lose_rail(uint32_t rail, const std::string& why) {
     give_up(p, f, PeerError::Cause::device_removed);
   }
   return true;
+}
+
+uint32_t Engine::rail_of(const cm::Connection& c) const {
+  const auto& pr = fixed_.profiles;
+  for (size_t r = 0; r < pr.size(); ++r)
+    if (&pr[r] == &c.profile()) return static_cast<uint32_t>(r);
+  return 0;
+}
+
+// A port going down (PORT_ERR) is not a removal: the QPs of the rail stay in RTS and fail only
+// if their traffic's retries run out, and the port may come back (PORT_ACTIVE) within the
+// wireup (device_watch.cc names the kernel and rdma-core sources). So with another rail up
+// the rail takes no new attempt until then, and what is under way on it moves; nothing is
+// failed. With one rail, or none other up, everything stays where it is and each attempt's
+// CM decides, as a single-rail engine always did: failing the wireup on a flap would lose
+// lanes that would have connected a moment later.
+void Engine::port_changed(const prov::DeviceEvent& ev, bool down) {
+  const std::optional<uint32_t> rail = rails_.rail_on_port(ev.device, ev.port);
+  if (!rail || !rails_.several() || watch_.lost()) {
+    WIREUP_LOG(info, "rank %u: %s", opt().rank, ev.describe().c_str());
+    return;
+  }
+  const std::string where = "rail " + std::to_string(*rail) + " (" + ev.device + " port " +
+                            std::to_string(ev.port) + ", " + rails_.local()[*rail].address.addr.to_string() + ")";
+  if (!down) {
+    if (rails_.port_up(*rail) == RailRoutes::PortChange::back)
+      WIREUP_LOG(warn, "rank %u: %s is up again (PORT_ACTIVE): it takes new attempts", opt().rank, where.c_str());
+    else
+      WIREUP_LOG(info, "rank %u: %s: %s", opt().rank, where.c_str(), ev.describe().c_str());
+    return;
+  }
+  size_t established = 0;
+  for (const Pair& p : pairs_)
+    if (auto* e = p.as<Established>(); e && records_.link(records_.results()[e->result].link).rail == *rail) ++established;
+  switch (rails_.port_down(*rail)) {
+    case RailRoutes::PortChange::moved: {
+      const size_t moved = move_off(*rail);
+      WIREUP_LOG(warn,
+                 "rank %u: %s port down (PORT_ERR): new attempts leave from the rails up; %zu unsettled attempts "
+                 "moved; %zu established lanes stay (their QPs stay in RTS: their traffic decides)",
+                 opt().rank, where.c_str(), moved, established);
+      return;
+    }
+    case RailRoutes::PortChange::kept:
+      WIREUP_LOG(warn,
+                 "rank %u: %s port down (PORT_ERR), and no other rail is up: attempts stay, each one's CM decides; "
+                 "%zu established lanes stay",
+                 opt().rank, where.c_str(), established);
+      return;
+    default:
+      WIREUP_LOG(warn, "rank %u: %s: %s (%zu established lanes on it)", opt().rank, where.c_str(),
+                 ev.describe().c_str(), established);
+      return;
+  }
+}
+
+size_t Engine::move_off(uint32_t rail) {
+  size_t moved = 0;
+  for (Pair& p : pairs_) {
+    auto* cs = p.as<Connecting>();
+    if (cs == nullptr || p.role != cm::Role::active || rail_of(*cs->conn) != rail) continue;
+    // Only before the peer's answer: a REP in hand means the connection is nearly done (and
+    // the peer holds its half); it is left to finish or fail on its own.
+    const cm::State st = cs->conn->state();
+    if (st != cm::State::resolving_addr && st != cm::State::resolving_route && st != cm::State::route_resolved &&
+        st != cm::State::connecting)
+      continue;
+    // The next attempt is a new one on the wire (the peer takes it as superseding a half-open
+    // one): it must fit in the attempts, else this one is left to its CM.
+    if (p.attempt >= opt().max_attempts) continue;
+    abandon_attempt(p);
+    ++stats_[Counter::retries];
+    (void)retries_.schedule(pairs_.index(p), p.attempt, now());
+    ++moved;
+  }
+  return moved;
 }
 
 }  // namespace wireup

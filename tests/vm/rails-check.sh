@@ -89,6 +89,27 @@ jq -e '.connections == 4 and .failed == 0' "$json" >/dev/null || fail "dummy1 do
 [ "$by_rail" = '{"0:rxe0":8}' ] || fail "dummy1 down: the lanes are not all on rxe0: $by_rail"
 for _ in $(seq 1 40); do rdma link show rxe1/1 | grep -q 'state ACTIVE' && break; sleep 0.5; done
 
+# Rail 1's port going down mid-wireup: rank 0 runs `ip link set dummy1 down` at its 4th of 32
+# connections. rxe raises PORT_ERR on rxe1 (rxe_net.c: the netdev notifier's NETDEV_DOWN ->
+# rxe_port_down) and each rank's engine takes rail 1 out of new attempts, moving its attempts
+# under way there (Engine::port_changed, said at warn); the lanes established on rxe1 stay.
+# Every lane connects, fewer than half on rxe1 (striping alone puts half there).
+mpirun --oversubscribe -np 2 ./tools/wireup_a2a --config "$HERE/../mpi/vm.toml" --set device.rails=2 \
+  --set device.include=rxe0,rxe1 --lanes 32 --no-verify --json --no-progress --bootstrap mpi \
+  --run 'ip link set dummy1 down' --run-after-conns 4 >"$json" 2>"$err" ||
+  { rc=$?; ip link set dummy1 up; cat "$err"; fail "wireup_a2a with dummy1 going down mid-wireup exited $rc"; }
+ip link set dummy1 up
+grep -E 'port down \(PORT_ERR\)|--run' "$err" || true
+by_rail=$(jq -c '.lanes_by_rail' "$json")
+echo "rails-check: dummy1 down mid-wireup: results by rail: $by_rail"
+(($(grep -c 'rail 1 (rxe1 port 1, .*) port down (PORT_ERR): new attempts leave from the rails up' "$err") == 2)) ||
+  fail "dummy1 down mid-wireup: not both ranks took rail 1 out on its PORT_ERR"
+jq -e '.connections == 32 and .failed == 0' "$json" >/dev/null ||
+  fail "dummy1 down mid-wireup: not every lane connected: $(jq -c '{connections, failed, failures}' "$json")"
+jq -e '(.lanes_by_rail["0:rxe0"] + (.lanes_by_rail["1:rxe1"] // 0)) == 64 and (.lanes_by_rail["1:rxe1"] // 0) < 32' \
+  "$json" >/dev/null || fail "dummy1 down mid-wireup: the lanes did not move to rxe0: $by_rail"
+for _ in $(seq 1 40); do rdma link show rxe1/1 | grep -q 'state ACTIVE' && break; sleep 0.5; done
+
 # A third rail for a while: an address past WIREUP_ADDRESS_MAX through the runner's exchange.
 "$HERE/rails-three.sh" "$B" || fail "three rails (rails-three.sh)"
 echo "rails-check: ok"
