@@ -76,7 +76,9 @@ void Engine::port_changed(const prov::DeviceEvent& ev, bool down) {
     return;
   }
   const std::string where = "rail " + std::to_string(*rail) + " (" + ev.device + " port " +
-                            std::to_string(ev.port) + ", " + rails_.local()[*rail].address.addr.to_string() + ")";
+                            std::to_string(ev.port) + ", " +
+                            (*rail < bound_.size() ? bound_[*rail].addr : rails_.local()[*rail].address.addr).to_string() +
+                            ")";
   if (!down) {
     if (rails_.port_up(*rail) == RailRoutes::PortChange::back)
       WIREUP_LOG(warn, "rank %u: %s is up again (PORT_ACTIVE): it takes new attempts", opt().rank, where.c_str());

@@ -46,6 +46,7 @@ struct Outcome {
   size_t after_down = 0;  // active results whose attempt started after the PORT_ERR was handled
   size_t after_up = 0;    // ... after the PORT_ACTIVE
   size_t on_rail_one = 0;
+  uint64_t failures = 0;  // attempts that failed (a moved attempt is abandoned, not failed)
 };
 
 // Every rank: nothing given up, every lane connected once, and each active result's rail what
@@ -55,6 +56,7 @@ Outcome check(const Job& job, const PortSeen& seen) {
   for (uint32_t i = 0; i < kRanks; ++i) {
     const Engine& e = *job.ranks[i].engine;
     EXPECT_FALSE(e.device_lost()) << "rank " << i;
+    for (const auto& [kind, n] : e.stats().failures_by_name()) o.failures += n;
     for (const PeerError& err : e.errors()) ADD_FAILURE() << "rank " << i << ": " << err.describe();
     size_t live = 0;
     for (const ConnResult& r : e.results()) {
@@ -80,17 +82,28 @@ Outcome check(const Job& job, const PortSeen& seen) {
   return o;
 }
 
-// Rail 1's port goes down on every node `after` the start and stays down: every lane connects,
-// those started (or moved) after the PORT_ERR on rail 0.
-Outcome port_down_at(Nanos after, uint64_t seed, const OptionsHook& more = {}) {
+size_t connected(const Job& job) {
+  size_t n = 0;
+  for (const Rank& rk : job.ranks) n += rk.engine->connected();
+  return n;
+}
+
+// Rail 1's port goes down on every node and stays down: at `after` past the start, or (when
+// `once_connected` > 0) as soon as that many endpoints are connected over the job. Every lane
+// connects, those started (or moved) after the PORT_ERR on rail 0.
+Outcome port_down_at(Nanos after, uint64_t seed, size_t once_connected = 0, const OptionsHook& more = {}) {
   RailsJob j(kRanks, kLanes, seed, more);
   auto& job = j.job;
   EXPECT_TRUE(job) << job.error().message();
   if (!job) return {};
   PortSeen seen;
   watch_ports(j.f, *job, seen);
-  const Nanos at = j.f.fabric().clock().now() + after;
-  for (uint32_t n = 0; n < kRanks; ++n) j.f.fabric().set_port(n, 1, false, at);
+  auto& fab = j.f.fabric();
+  if (once_connected > 0) {
+    EXPECT_TRUE(run_until(j.f, *job, [&] { return connected(*job) >= once_connected; }, 60s));
+  }
+  const Nanos at = fab.clock().now() + after;
+  for (uint32_t n = 0; n < kRanks; ++n) fab.set_port(n, 1, false, at);
   auto r = drive(j.f, *job, 600s);
   EXPECT_TRUE(r) << r.error().message();
   for (uint32_t i = 0; i < kRanks; ++i) EXPECT_NE(seen.down[i], Nanos::max()) << "rank " << i << " saw no PORT_ERR";
@@ -101,18 +114,23 @@ TEST(RailsPortSim, APortDownAtTheStartPutsEveryLaneOnTheOtherRail) {
   // Down before any CM message arrives: every attempt under way moves, none stays on rail 1.
   const Outcome o = port_down_at(Nanos{1}, 21);
   EXPECT_EQ(o.on_rail_one, 0u);
+  EXPECT_EQ(o.failures, 0u) << "an attempt under way on rail 1 was left to time out instead of moving";
   EXPECT_GT(o.after_down, 0u) << "no attempt started after the PORT_ERR: the test checks nothing";
 }
 
 TEST(RailsPortSim, APortDownMidWireupKeepsTheEstablishedLanesAndMovesTheRest) {
   // One connect at a time per rank, so that attempts start on both sides of the PORT_ERR.
   auto one_at_a_time = [](EngineOptions& o) { o.connect_window = 1; };
-  for (Nanos after : {std::chrono::microseconds(300), std::chrono::microseconds(1000)}) {
-    const Outcome o = port_down_at(after, 22, one_at_a_time);
-    std::printf("[rails] rail 1 port down %lld us after start: %zu lanes stay on rail 1 (established before), "
-                "%zu active attempts started after the PORT_ERR (all on rail 0)\n",
-                static_cast<long long>(after.count() / 1000), o.on_rail_one, o.after_down);
-    EXPECT_GT(o.after_down, 0u) << "after " << after.count() << " ns";
+  const size_t all = kRanks * (kRanks - 1) * kLanes;  // endpoints
+  for (size_t first : {all / 4, all / 2}) {
+    const Outcome o = port_down_at(Nanos{0}, 22, first, one_at_a_time);
+    std::printf("[rails] rail 1 port down once %zu of %zu endpoints were connected: %zu endpoints stay on rail 1, "
+                "%zu active attempts started after the PORT_ERR (all on rail 0), %llu attempts failed\n",
+                first, all, o.on_rail_one, o.after_down, static_cast<unsigned long long>(o.failures));
+    EXPECT_GT(o.on_rail_one, 0u) << "lanes established on rail 1 before its PORT_ERR are kept";
+    EXPECT_LT(o.on_rail_one, all / 2) << "striping alone puts half on rail 1";
+    EXPECT_GT(o.after_down, 0u);
+    EXPECT_EQ(o.failures, 0u) << "an attempt under way on rail 1 was left to time out instead of moving";
   }
 }
 
@@ -125,12 +143,7 @@ TEST(RailsPortSim, APortThatComesBackTakesNewAttemptsAgain) {
   auto& fab = j.f.fabric();
   for (uint32_t n = 0; n < kRanks; ++n) fab.set_port(n, 1, false, fab.clock().now() + Nanos{1});
   // Up again once a quarter of the lanes are: the rest start with both rails up.
-  auto connected = [&] {
-    size_t n = 0;
-    for (auto& rk : job->ranks) n += rk.engine->connected();
-    return n;
-  };
-  ASSERT_TRUE(run_until(j.f, *job, [&] { return connected() >= kRanks * (kRanks - 1) * kLanes / 4; }, 60s));
+  ASSERT_TRUE(run_until(j.f, *job, [&] { return connected(*job) >= kRanks * (kRanks - 1) * kLanes / 4; }, 60s));
   for (uint32_t n = 0; n < kRanks; ++n) fab.set_port(n, 1, true, fab.clock().now());
   auto r = drive(j.f, *job, 600s);
   ASSERT_TRUE(r) << r.error().message();
@@ -164,8 +177,10 @@ TEST(RailsPortSim, BothPortsDownIsLeftToTheCmAndAFlapLosesNothing) {
     const Engine& e = *job->ranks[i].engine;
     for (const PeerError& err : e.errors()) ADD_FAILURE() << "rank " << i << ": " << err.describe();
     EXPECT_EQ(e.connected(), (kRanks - 1) * kLanes) << "rank " << i;
-    for (uint32_t p = 0; p < kRanks; ++p)
-      if (p != i) EXPECT_EQ(by_rail(e, p), (std::map<uint32_t, size_t>{{0, 2}, {1, 2}})) << "rank " << i << " to " << p;
+    for (uint32_t p = 0; p < kRanks; ++p) {
+      if (p == i) continue;
+      EXPECT_EQ(by_rail(e, p), (std::map<uint32_t, size_t>{{0, 2}, {1, 2}})) << "rank " << i << " to " << p;
+    }
   }
   expect_consistent(*job, kLanes);
 }
