@@ -213,6 +213,10 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void pair_rails(uint32_t peer, std::span<const RailAddress> theirs);
   // The pairs of peers no rail of ours reaches, given up at start() with the pairing's reason.
   void give_up_unpaired();
+  // One pair of a peer no rail reaches, given up with the pairing's reason; false otherwise.
+  // On demand, an ask for such a peer ends here at once (connect(), add_peer()) instead of a
+  // lane on rail 0 that only the CM's timeouts would end.
+  bool give_up_if_unpaired(Pair& p);
   // Rail `rail`'s device went away (`why`): with another rail up, the rail carries nothing
   // more, every peer is paired again over the others and the open pairs no rail reaches any
   // more are given up; returns false when no rail is left (the caller loses the device).

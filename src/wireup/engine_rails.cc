@@ -24,15 +24,18 @@ void Engine::pair_rails(uint32_t peer, std::span<const RailAddress> theirs) {
 }
 
 void Engine::give_up_unpaired() {
-  for (Pair& p : pairs_) {
-    const PeerPairing* pairing = rails_.pairing(p.peer);
-    if (pairing == nullptr || pairing->basis != PairingBasis::unreachable || !p.open()) continue;
-    cm::Failure f;
-    f.kind = cm::FailKind::address_error;
-    f.error = Error::make(ErrorCode::address_error, "rail pairing", pairing->why);
-    f.error.peer = "rank " + std::to_string(p.peer) + " lane " + std::to_string(p.lane);
-    give_up(p, f);
-  }
+  for (Pair& p : pairs_) (void)give_up_if_unpaired(p);
+}
+
+bool Engine::give_up_if_unpaired(Pair& p) {
+  const PeerPairing* pairing = rails_.pairing(p.peer);
+  if (pairing == nullptr || pairing->basis != PairingBasis::unreachable || !p.open()) return false;
+  cm::Failure f;
+  f.kind = cm::FailKind::address_error;
+  f.error = Error::make(ErrorCode::address_error, "rail pairing", pairing->why);
+  f.error.peer = "rank " + std::to_string(p.peer) + " lane " + std::to_string(p.lane);
+  give_up(p, f);
+  return true;
 }
 
 bool Engine::lose_rail(uint32_t rail, const std::string& why) {
