@@ -183,6 +183,7 @@ class Connection final : public prov::CmEventSink {
   Status disconnect();
 
   Role role() const { return given_.role; }
+  const Profile& profile() const { return profile_; }
   State state() const { return state_; }
   bool done() const { return state_ == State::established || state_ == State::failed || state_ == State::disconnected; }
   uint32_t peer() const { return given_.peer; }

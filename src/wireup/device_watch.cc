@@ -12,8 +12,17 @@ DeviceAction classify(DeviceEventType t, bool ours) {
       return ours ? DeviceAction::tell_cm : DeviceAction::not_ours;
     case DeviceEventType::device_fatal:
       return DeviceAction::lose_device;
-    case DeviceEventType::port_active:
+    // A link going down raises PORT_ERR and coming back PORT_ACTIVE, naming the port: mlx5
+    // (the kernel's drivers/infiniband/hw/mlx5/main.c, mlx5_ib_event: the firmware's port
+    // change, and mlx5_netdev_event for RoCE, pass through rdma-core's providers/mlx5 to
+    // ibv_get_async_event untouched) and rxe (drivers/infiniband/sw/rxe/rxe_net.c: the netdev
+    // notifier's NETDEV_DOWN -> rxe_port_down, NETDEV_UP -> rxe_port_up, port 1). Neither
+    // moves a QP: connections in RTS stay there and fail only if their traffic's retries run
+    // out. So the port's rail takes no new attempt (rail_routes.h), and nothing is failed.
     case DeviceEventType::port_err:
+      return DeviceAction::port_down;
+    case DeviceEventType::port_active:
+      return DeviceAction::port_up;
     case DeviceEventType::lid_change:
     case DeviceEventType::gid_change:
     case DeviceEventType::pkey_change:
@@ -29,6 +38,8 @@ const char* to_string(DeviceAction a) {
   switch (a) {
     case DeviceAction::tell_cm: return "tell_cm";
     case DeviceAction::lose_device: return "lose_device";
+    case DeviceAction::port_down: return "port_down";
+    case DeviceAction::port_up: return "port_up";
     case DeviceAction::note_port: return "note_port";
     case DeviceAction::warn_connection: return "warn_connection";
     case DeviceAction::not_ours: return "not_ours";

@@ -19,13 +19,21 @@ namespace wireup {
 enum class DeviceAction : uint8_t {
   tell_cm,          // COMM_EST on a QP of ours still accepting: rdma_notify (engine_device.cc)
   lose_device,      // DEVICE_FATAL: the device (or, with others left, its rail) is gone
-  note_port,        // port, LID, GID, P_Key, SM changes: logged and reported, nothing to do
+  port_down,        // PORT_ERR: the port's rail takes no new attempt while others are up
+  port_up,          // PORT_ACTIVE: the port's rail, if it was down, takes new attempts again
+  note_port,        // LID, GID, P_Key, SM changes: logged and reported, nothing to do
   warn_connection,  // an error on a QP (or CQ, SRQ, WQ) of one of our connections: reported
   not_ours          // about an object that is not the engine's: reported for the transport
 };
 const char* to_string(DeviceAction a);
 // `ours`: the event names a QP of one of the engine's pairs.
 DeviceAction classify(prov::DeviceEventType t, bool ours);
+
+// A port event of one of the engine's rails: whether it names the rail's port. An event with
+// port 0 names none in particular (a transport's copy that lost it): taken as the device's.
+inline bool names_port(uint8_t event_port, uint8_t rail_port) {
+  return event_port == 0 || rail_port == 0 || event_port == rail_port;
+}
 
 class DeviceWatch {
  public:

@@ -58,8 +58,8 @@ Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions 
     profiles.back().local = src;
   }
   std::vector<LocalRail> rails;
-  for (const RailAddress& r : o.rails) rails.push_back(LocalRail{r, true});
-  if (rails.empty()) rails.push_back(LocalRail{RailAddress{o.listen_addr, 0}, true});
+  for (const RailAddress& r : o.rails) rails.push_back(LocalRail{r, RailState::up});
+  if (rails.empty()) rails.push_back(LocalRail{RailAddress{o.listen_addr, 0}, RailState::up});
   RailRoutes routes(std::move(rails), o.route_check);
   auto wire = Wire::create(o.job_key, o.rank, random_nonce_base());
   if (!wire) return wire.error();

@@ -213,6 +213,10 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   void pair_rails(uint32_t peer, std::span<const RailAddress> theirs);
   // The pairs of peers no rail of ours reaches, given up at start() with the pairing's reason.
   void give_up_unpaired();
+  // One pair of a peer no rail reaches, given up with the pairing's reason; false otherwise.
+  // On demand, an ask for such a peer ends here at once (connect(), add_peer()) instead of a
+  // lane on rail 0 that only the CM's timeouts would end.
+  bool give_up_if_unpaired(Pair& p);
   // Rail `rail`'s device went away (`why`): with another rail up, the rail carries nothing
   // more, every peer is paired again over the others and the open pairs no rail reaches any
   // more are given up; returns false when no rail is left (the caller loses the device).
@@ -225,6 +229,16 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   uint32_t rails_paired(uint32_t peer) const;
   // The rail whose listener a CONNECT_REQUEST came through.
   uint32_t rail_of_request(const prov::CmEvent& ev) const;
+  // PORT_ERR (`down`) or PORT_ACTIVE on a rail's port: RailRoutes::PortChange says what
+  // changed. Several rails, another up: the rail takes no new attempt and its unsettled active
+  // attempts move (move_off); its established lanes are only counted in the log. The event
+  // is reported to the transport either way.
+  void port_changed(const prov::DeviceEvent& ev, bool down);
+  // Active attempts on `rail` that have not had the peer's answer, abandoned and retried on
+  // their pairs' new routes (within their attempts); returns how many.
+  size_t move_off(uint32_t rail);
+  // The local rail an attempt leaves from (its profile's).
+  uint32_t rail_of(const cm::Connection& c) const;
   void teardown();
   Nanos now() const { return prov_.clock().now(); }
   const EngineOptions& opt() const { return fixed_.opt; }

@@ -260,7 +260,7 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f, std::optional<uint32_t> ra
   // Any local failure of an attempt on a rail already lost is that loss: the sim refuses
   // rdma_resolve_route on an id of a removed device (EINVAL, "id is DEVICE_REMOVAL") after the
   // device's DEVICE_FATAL took the rail down.
-  const bool on_lost_rail = rail && *rail < rails_.size() && !rails_.local()[*rail].up;
+  const bool on_lost_rail = rail && rails_.state(*rail) == RailState::lost;
   if (device_gone || (on_lost_rail && f.kind == cm::FailKind::local_error)) {
     if (device_gone) ++stats_[Counter::device_removals];
     // One rail of several: only that rail is gone; this pair goes on over the others (the

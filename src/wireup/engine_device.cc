@@ -50,6 +50,10 @@ void Engine::on_device_event(const prov::DeviceEvent& ev) {
       if (auto rail = rails_.rail_named(ev.device); rail && rails_.several() && lose_rail(*rail, why)) return;
       return lose_device(why);
     }
+    case DeviceAction::port_down:
+    case DeviceAction::port_up:
+      port_changed(ev, ev.type == DeviceEventType::port_err);
+      break;
     case DeviceAction::note_port:
       WIREUP_LOG(info, "rank %u: %s", opt().rank, ev.describe().c_str());
       break;

@@ -81,6 +81,7 @@ Status Engine::connect(uint32_t peer) {
 void Engine::ask_lane(Pair& p, bool address_known) {
   ++stats_[Counter::asks];
   if (address_known) {
+    if (give_up_if_unpaired(p)) return;
     pairs_.queue_start(p, rail_for(p));
   } else {
     p.awaiting_address = true;
@@ -103,6 +104,7 @@ Status Engine::add_peer(const Peer& peer) {
     Pair* p = pairs_.find(peer.rank, lane);
     if (p == nullptr || !p->awaiting_address) continue;
     p->awaiting_address = false;
+    if (p->role == cm::Role::active && give_up_if_unpaired(*p)) continue;
     if (p->state() == PairState::waiting && p->role == cm::Role::active) pairs_.queue_start(*p, rail_for(*p));
   }
   return Status::ok();

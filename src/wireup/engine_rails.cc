@@ -32,7 +32,7 @@ Status Engine::listen_on(uint32_t rail, const prov::SockAddr& addr) {
   }
   // Bound to the device's address: the id names the device whose async events are ours.
   if (prov::Device* d = l.device()) {
-    rails_.set_device(rail, d);
+    rails_.set_device(rail, d, l.port_num());
     WIREUP_TRY(watch_.watch(*d, *this, opt().async_events));
   }
   WIREUP_TRY(l.listen(opt().backlog));
@@ -62,15 +62,18 @@ void Engine::pair_rails(uint32_t peer, std::span<const RailAddress> theirs) {
 }
 
 void Engine::give_up_unpaired() {
-  for (Pair& p : pairs_) {
-    const PeerPairing* pairing = rails_.pairing(p.peer);
-    if (pairing == nullptr || pairing->basis != PairingBasis::unreachable || !p.open()) continue;
-    cm::Failure f;
-    f.kind = cm::FailKind::address_error;
-    f.error = Error::make(ErrorCode::address_error, "rail pairing", pairing->why);
-    f.error.peer = "rank " + std::to_string(p.peer) + " lane " + std::to_string(p.lane);
-    give_up(p, f);
-  }
+  for (Pair& p : pairs_) (void)give_up_if_unpaired(p);
+}
+
+bool Engine::give_up_if_unpaired(Pair& p) {
+  const PeerPairing* pairing = rails_.pairing(p.peer);
+  if (pairing == nullptr || pairing->basis != PairingBasis::unreachable || !p.open()) return false;
+  cm::Failure f;
+  f.kind = cm::FailKind::address_error;
+  f.error = Error::make(ErrorCode::address_error, "rail pairing", pairing->why);
+  f.error.peer = "rank " + std::to_string(p.peer) + " lane " + std::to_string(p.lane);
+  give_up(p, f);
+  return true;
 }
 
 uint32_t Engine::rail_for(const Pair& p) const {
@@ -122,9 +125,9 @@ void Engine::move_waiters_off(uint32_t rail) {
 
 bool Engine::lose_rail(uint32_t rail, const std::string& why) {
   if (watch_.lost()) return false;
-  const bool was_up = rail < rails_.size() && rails_.local()[rail].up;
-  if (!rails_.take_down(rail)) return false;  // the last rail: the device as a whole
-  if (!was_up) return true;                   // said already (every id of the device reports it)
+  const bool was_left = rails_.state(rail) != RailState::lost;
+  if (!rails_.lose(rail)) return false;  // the last rail: the device as a whole
+  if (!was_left) return true;            // said already (every id of the device reports it)
   WIREUP_LOG(warn, "rank %u: rail %u (%s) lost: %s; its unsettled lanes move to the rails left", opt().rank, rail,
              rails_.local()[rail].address.addr.to_string().c_str(), why.c_str());
   // What waited on its windows now waits on the rails left.
@@ -140,6 +143,84 @@ bool Engine::lose_rail(uint32_t rail, const std::string& why) {
     give_up(p, f, PeerError::Cause::device_removed);
   }
   return true;
+}
+
+uint32_t Engine::rail_of(const cm::Connection& c) const {
+  const auto& pr = fixed_.profiles;
+  for (size_t r = 0; r < pr.size(); ++r)
+    if (&pr[r] == &c.profile()) return static_cast<uint32_t>(r);
+  return 0;
+}
+
+// A port going down (PORT_ERR) is not a removal: the QPs of the rail stay in RTS and fail only
+// if their traffic's retries run out, and the port may come back (PORT_ACTIVE) within the
+// wireup (device_watch.cc names the kernel and rdma-core sources). So with another rail up
+// the rail takes no new attempt until then, and what is under way on it moves; nothing is
+// failed. With one rail, or none other up, everything stays where it is and each attempt's
+// CM decides, as a single-rail engine always did: failing the wireup on a flap would lose
+// lanes that would have connected a moment later.
+void Engine::port_changed(const prov::DeviceEvent& ev, bool down) {
+  const std::optional<uint32_t> rail = rails_.rail_on_port(ev.device, ev.port);
+  if (!rail || !rails_.several() || watch_.lost()) {
+    WIREUP_LOG(info, "rank %u: %s", opt().rank, ev.describe().c_str());
+    return;
+  }
+  const std::string where = "rail " + std::to_string(*rail) + " (" + ev.device + " port " +
+                            std::to_string(ev.port) + ", " +
+                            (*rail < bound_.size() ? bound_[*rail].addr : rails_.local()[*rail].address.addr).to_string() +
+                            ")";
+  if (!down) {
+    if (rails_.port_up(*rail) == RailRoutes::PortChange::back)
+      WIREUP_LOG(warn, "rank %u: %s is up again (PORT_ACTIVE): it takes new attempts", opt().rank, where.c_str());
+    else
+      WIREUP_LOG(info, "rank %u: %s: %s", opt().rank, where.c_str(), ev.describe().c_str());
+    return;
+  }
+  size_t established = 0;
+  for (const Pair& p : pairs_)
+    if (auto* e = p.as<Established>(); e && records_.link(records_.results()[e->result].link).rail == *rail) ++established;
+  switch (rails_.port_down(*rail)) {
+    case RailRoutes::PortChange::moved: {
+      const size_t moved = move_off(*rail);
+      WIREUP_LOG(warn,
+                 "rank %u: %s port down (PORT_ERR): new attempts leave from the rails up; %zu unsettled attempts "
+                 "moved; %zu established lanes stay (their QPs stay in RTS: their traffic decides)",
+                 opt().rank, where.c_str(), moved, established);
+      return;
+    }
+    case RailRoutes::PortChange::kept:
+      WIREUP_LOG(warn,
+                 "rank %u: %s port down (PORT_ERR), and no other rail is up: attempts stay, each one's CM decides; "
+                 "%zu established lanes stay",
+                 opt().rank, where.c_str(), established);
+      return;
+    default:
+      WIREUP_LOG(warn, "rank %u: %s: %s (%zu established lanes on it)", opt().rank, where.c_str(),
+                 ev.describe().c_str(), established);
+      return;
+  }
+}
+
+size_t Engine::move_off(uint32_t rail) {
+  size_t moved = 0;
+  for (Pair& p : pairs_) {
+    auto* cs = p.as<Connecting>();
+    if (cs == nullptr || p.role != cm::Role::active || rail_of(*cs->conn) != rail) continue;
+    // Only before the peer's answer: a REP in hand means the connection is nearly done (and
+    // the peer holds its half); it is left to finish or fail on its own.
+    const cm::State st = cs->conn->state();
+    if (st != cm::State::resolving_addr && st != cm::State::resolving_route && st != cm::State::route_resolved &&
+        st != cm::State::connecting)
+      continue;
+    // The next attempt is a new one on the wire (the peer takes it as superseding a half-open
+    // one): it must fit in the attempts, else this one is left to its CM.
+    if (p.attempt >= opt().max_attempts) continue;
+    abandon_attempt(p);
+    ++stats_[Counter::retries];
+    (void)retries_.schedule(pairs_.index(p), p.attempt, now());
+    ++moved;
+  }
+  return moved;
 }
 
 }  // namespace wireup

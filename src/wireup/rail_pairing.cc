@@ -16,6 +16,15 @@ const char* to_string(PairingBasis b) {
   return "?";
 }
 
+const char* to_string(RailState s) {
+  switch (s) {
+    case RailState::up: return "up";
+    case RailState::port_down: return "port down";
+    case RailState::lost: return "lost";
+  }
+  return "?";
+}
+
 namespace {
 
 // The address bytes in network order (4 or 16).
@@ -40,7 +49,8 @@ std::string rails_text(std::span<const RailAddress> rails) {
 
 std::string local_text(std::span<const LocalRail> mine) {
   std::string s;
-  for (const LocalRail& r : mine) s += (s.empty() ? "" : ", ") + ip_text(r.address) + (r.up ? "" : " (down)");
+  for (const LocalRail& r : mine) s += (s.empty() ? "" : ", ") + ip_text(r.address) +
+                                     (r.state == RailState::up ? "" : std::string(" (") + to_string(r.state) + ")");
   return s;
 }
 
@@ -49,7 +59,7 @@ PeerPairing choose(std::span<const LocalRail> mine, std::span<const RailAddress>
   PeerPairing out;
   std::vector<uint32_t> used(theirs.size(), 0);
   for (uint32_t l = 0; l < mine.size(); ++l) {
-    if (!mine[l].up) continue;
+    if (mine[l].state != RailState::up) continue;
     int best = -1;
     for (uint32_t k = 0; k < theirs.size(); ++k) {
       const uint32_t p = static_cast<uint32_t>((l + k) % theirs.size());  // from the same index on

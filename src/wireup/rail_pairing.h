@@ -25,9 +25,18 @@
 
 namespace wireup {
 
+// Where a local rail stands. Only `up` rails are paired (choose below); rail_routes.h decides
+// when a `port_down` one is taken anyway (no rail up reaches the peer).
+enum class RailState : uint8_t {
+  up,         // carries lanes
+  port_down,  // its port reported PORT_ERR: no new attempt leaves from it until PORT_ACTIVE
+  lost,       // its device is gone (DEVICE_REMOVAL, DEVICE_FATAL): never again
+};
+const char* to_string(RailState s);
+
 struct LocalRail {
   RailAddress address;  // the rail's listen address and its subnet's prefix length
-  bool up = true;       // false: its port is down or its device gone; it carries no lane
+  RailState state = RailState::up;
 };
 
 enum class PairingBasis : uint8_t { same_subnet, routed, unreachable };

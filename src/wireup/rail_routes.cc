@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "wireup/device_watch.h"
+
 namespace wireup {
 
 const PeerPairing* RailRoutes::set_peer(uint32_t rank, std::span<const RailAddress> theirs) {
@@ -19,31 +21,76 @@ const PeerPairing* RailRoutes::set_peer(uint32_t rank, std::span<const RailAddre
 }
 
 PeerPairing RailRoutes::pair(std::span<const RailAddress> theirs) const {
-  PeerPairing p = pair_by_subnet(mine_, theirs);
+  PeerPairing p = pair_over(mine_, theirs);
+  const bool some_port_down =
+      std::any_of(mine_.begin(), mine_.end(), [](const LocalRail& r) { return r.state == RailState::port_down; });
+  if (p.basis != PairingBasis::unreachable || !some_port_down) return p;
+  // No rail up reaches the peer, but one whose port is down would: its attempts go there and
+  // their CM decides (the port may come back; given up now, the peer would be lost for good).
+  std::vector<LocalRail> fallback = mine_;
+  for (LocalRail& r : fallback)
+    if (r.state == RailState::port_down) r.state = RailState::up;
+  PeerPairing q = pair_over(fallback, theirs);
+  if (q.basis == PairingBasis::unreachable) return p;
+  q.why += " (through a rail whose port is down: no rail up reaches the peer)";
+  return q;
+}
+
+PeerPairing RailRoutes::pair_over(std::span<const LocalRail> mine, std::span<const RailAddress> theirs) const {
+  PeerPairing p = pair_by_subnet(mine, theirs);
   if (p.basis != PairingBasis::unreachable) return p;
   // Step 2: only when no rail shares a subnet with any of the peer's.
-  p = pair_by_route(mine_, theirs, [&](uint32_t l, uint32_t r) {
-    return !check_ || check_(mine_[l].address.addr, theirs[r].addr);
+  p = pair_by_route(mine, theirs, [&](uint32_t l, uint32_t r) {
+    return !check_ || check_(mine[l].address.addr, theirs[r].addr);
   });
   if (!check_ && p.basis == PairingBasis::routed) p.why += " (routes not checked: the CM's address resolution decides)";
   return p;
 }
 
-bool RailRoutes::take_down(uint32_t rail) {
-  if (rail < mine_.size() && mine_[rail].up) {
-    mine_[rail].up = false;
-    for (auto& [rank, e] : peers_) e.pairing = pair(e.theirs);
+void RailRoutes::pair_again() {
+  for (auto& [rank, e] : peers_) e.pairing = pair(e.theirs);
+}
+
+bool RailRoutes::lose(uint32_t rail) {
+  if (rail < mine_.size() && mine_[rail].state != RailState::lost) {
+    mine_[rail].state = RailState::lost;
+    pair_again();
   }
-  return any_up();
+  return any_left();
+}
+
+bool RailRoutes::any_left() const {
+  return std::any_of(mine_.begin(), mine_.end(), [](const LocalRail& r) { return r.state != RailState::lost; });
 }
 
 bool RailRoutes::any_up() const {
-  return std::any_of(mine_.begin(), mine_.end(), [](const LocalRail& r) { return r.up; });
+  return std::any_of(mine_.begin(), mine_.end(), [](const LocalRail& r) { return r.state == RailState::up; });
+}
+
+RailRoutes::PortChange RailRoutes::port_down(uint32_t rail) {
+  if (!several() || rail >= mine_.size() || mine_[rail].state != RailState::up) return PortChange::none;
+  mine_[rail].state = RailState::port_down;
+  pair_again();
+  return any_up() ? PortChange::moved : PortChange::kept;
+}
+
+RailRoutes::PortChange RailRoutes::port_up(uint32_t rail) {
+  if (!several() || rail >= mine_.size() || mine_[rail].state != RailState::port_down) return PortChange::none;
+  mine_[rail].state = RailState::up;
+  pair_again();
+  return PortChange::back;
+}
+
+std::optional<uint32_t> RailRoutes::rail_on_port(const std::string& name, uint8_t port) const {
+  for (size_t i = 0; i < bound_.size(); ++i)
+    if (bound_[i].device != nullptr && bound_[i].device->info().name == name && names_port(port, bound_[i].port))
+      return static_cast<uint32_t>(i);
+  return std::nullopt;
 }
 
 std::optional<uint32_t> RailRoutes::rail_named(const std::string& name) const {
-  for (size_t i = 0; i < devices_.size(); ++i)
-    if (devices_[i] != nullptr && devices_[i]->info().name == name) return static_cast<uint32_t>(i);
+  for (size_t i = 0; i < bound_.size(); ++i)
+    if (bound_[i].device != nullptr && bound_[i].device->info().name == name) return static_cast<uint32_t>(i);
   return std::nullopt;
 }
 
@@ -60,13 +107,14 @@ std::optional<RailRoutes::Route> RailRoutes::route(uint32_t rank, uint32_t lane,
 }
 
 uint32_t RailRoutes::rail_of(const prov::Device* dev) const {
-  auto it = std::find(devices_.begin(), devices_.end(), dev);
-  return dev != nullptr && it != devices_.end() ? static_cast<uint32_t>(it - devices_.begin()) : 0;
+  if (dev == nullptr) return 0;
+  auto it = std::find_if(bound_.begin(), bound_.end(), [&](const Bound& b) { return b.device == dev; });
+  return it != bound_.end() ? static_cast<uint32_t>(it - bound_.begin()) : 0;
 }
 
-void RailRoutes::set_device(uint32_t rail, const prov::Device* dev) {
-  if (devices_.size() <= rail) devices_.resize(rail + 1, nullptr);
-  devices_[rail] = dev;
+void RailRoutes::set_device(uint32_t rail, const prov::Device* dev, uint8_t port) {
+  if (bound_.size() <= rail) bound_.resize(rail + 1);
+  bound_[rail] = Bound{dev, port};
 }
 
 }  // namespace wireup

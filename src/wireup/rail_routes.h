@@ -51,12 +51,29 @@ class RailRoutes {
   std::optional<Route> route(uint32_t rank, uint32_t lane, uint32_t self) const;
   // The local rail whose device is `dev` (by the listeners' devices the engine recorded), else 0.
   uint32_t rail_of(const prov::Device* dev) const;
-  void set_device(uint32_t rail, const prov::Device* dev);
+  // Rail `rail` listens on `dev`'s port `port` (the listener's, after its bind).
+  void set_device(uint32_t rail, const prov::Device* dev, uint8_t port);
 
+  RailState state(uint32_t rail) const { return rail < mine_.size() ? mine_[rail].state : RailState::lost; }
   // Rail `rail`'s device is gone: it carries nothing from now on, and every peer is paired
-  // again over the rails left. Returns whether a rail is still up (false: nothing is left).
-  bool take_down(uint32_t rail);
-  bool any_up() const;
+  // again over the rails left. Returns whether a rail is left (up, or only its port down).
+  bool lose(uint32_t rail);
+  bool any_left() const;
+
+  // A port event's effect on its rail. A port going down is not a device going away (see
+  // device_watch.cc for what mlx5 and rxe do): the rail's connections stay, the port may come
+  // back within the wireup, so the change is reversible and fails nothing.
+  enum class PortChange : uint8_t {
+    none,   // one rail, a lost rail, or the state the rail already had: nothing changed
+    moved,  // port_down, another rail up: new attempts leave from the rails up
+    kept,   // port_down, no other rail up: the rails whose port is down still carry, and each
+            // attempt's CM decides (as with one rail: a flap must not cost the whole wireup)
+    back,   // port_up: the rail carries new attempts again
+  };
+  PortChange port_down(uint32_t rail);
+  PortChange port_up(uint32_t rail);
+  // The local rail listening on device `name`'s port `port` (device_watch.h's names_port).
+  std::optional<uint32_t> rail_on_port(const std::string& name, uint8_t port) const;
   // The local rail whose device is named `name`, if a listener was bound to it.
   std::optional<uint32_t> rail_named(const std::string& name) const;
 
@@ -67,9 +84,18 @@ class RailRoutes {
     std::vector<RailAddress> theirs;
     PeerPairing pairing;
   };
+  // Pairs over the rails up; with none of them reaching the peer, over those whose port is
+  // down too (a peer is given up only when no rail could ever reach it).
   PeerPairing pair(std::span<const RailAddress> theirs) const;
+  PeerPairing pair_over(std::span<const LocalRail> mine, std::span<const RailAddress> theirs) const;
+  void pair_again();
+  bool any_up() const;
   std::vector<LocalRail> mine_;
-  std::vector<const prov::Device*> devices_;  // by rail, as the listeners were bound
+  struct Bound {
+    const prov::Device* device = nullptr;
+    uint8_t port = 0;
+  };
+  std::vector<Bound> bound_;  // by rail, as the listeners were bound
   RouteCheck check_;
   std::unordered_map<uint32_t, Entry> peers_;
 };

@@ -1,6 +1,7 @@
 #include "wireup/retry_policy.h"
 
 #include <algorithm>
+#include <cerrno>
 
 #include "wireup/engine_types.h"
 #include "wireup/private_data.h"
@@ -15,6 +16,13 @@ bool retryable(const cm::Failure& f) {
     case FailKind::route_error:
     case FailKind::connect_error:
       return true;
+    // A local call the kernel refused because the network is gone from under the id: its
+    // port's link went down (seen in the VM, 2026-12-05: with dummy1 set down mid-wireup, rxe1's
+    // rdma_resolve_addr and ibv_modify_qp to RTR answered ENETUNREACH before the PORT_ERR was
+    // read). A transient like ADDR_ERROR: by the next attempt the PORT_ERR has moved the pair
+    // to a rail that is up (Engine::port_changed), or the link is back.
+    case FailKind::local_error:
+      return f.error.err == ENETUNREACH || f.error.err == ENETDOWN;
     case FailKind::rejected: {
       if (f.status == prov::reject_reason::no_listener) return true;  // peer not listening yet
       // The peer's CM still remembers an old connection of our QPN or port (it restarted, or

@@ -97,6 +97,35 @@ TEST(RailsSim, APeerNoRailReachesIsGivenUpWithTheReason) {
   expect_consistent(*job, 2, {3});
 }
 
+// On demand, the same peer: an ask for it is given up at once with the pairing's reason (no
+// attempt, nothing on the wire), not left to a lane on rail 0 and the CM; the others connect.
+TEST(RailsSim, OnDemandAPeerNoRailReachesIsGivenUpAtOnce) {
+  RailsJob j(4, 2, 17, [](EngineOptions& o) {
+    o.on_demand = true;
+    o.eager_ring = 0;
+    o.route_check = [](const prov::SockAddr&, const prov::SockAddr&) { return false; };
+    if (o.rank == 3) o.rails[0].prefix_len = o.rails[1].prefix_len = 16;
+  });
+  auto& job = j.job;
+  ASSERT_TRUE(job) << job.error().message();
+  Engine& a = *job->ranks[0].engine;
+  ASSERT_TRUE(a.connect(3));
+  ASSERT_TRUE(a.connect(1));
+  for (uint32_t lane = 0; lane < 2; ++lane)
+    EXPECT_EQ(a.lane_state(3, lane), LaneState::failed) << "lane " << lane << ": given up in connect() itself";
+  ASSERT_TRUE(run_until(j.f, *job, [&] {
+    return a.lane_state(1, 0) == LaneState::ready && a.lane_state(1, 1) == LaneState::ready;
+  }, 30s));
+  ASSERT_EQ(a.errors().size(), 2u);
+  for (const PeerError& err : a.errors()) {
+    EXPECT_EQ(err.peer, 3u);
+    EXPECT_EQ(err.failure.kind, cm::FailKind::address_error);
+    EXPECT_NE(err.describe().find("reaches any of the peer's"), std::string::npos) << err.describe();
+    EXPECT_EQ(err.attempts, 0u);
+  }
+  EXPECT_EQ(job->ranks[3].engine->results().size(), 0u) << "nothing reached rank 3";
+}
+
 // The second rail's network goes during wireup (its device removed on every node, as when
 // its switch fails): the unsettled lanes move to the first rail, those established on the
 // second are lost (each reported by its own DEVICE_REMOVAL), and no pair is given up.

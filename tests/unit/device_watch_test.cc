@@ -19,12 +19,21 @@ TEST(DeviceWatch, AFatalDeviceIsLostWhoeverTheEventNames) {
   EXPECT_EQ(classify(DeviceEventType::device_fatal, true), DeviceAction::lose_device);
 }
 
-TEST(DeviceWatch, PortChangesAreNotedNotActedOn) {
-  // A port going down does not take the rail down: its connections report their own errors.
-  for (DeviceEventType t : {DeviceEventType::port_active, DeviceEventType::port_err, DeviceEventType::lid_change,
-                            DeviceEventType::gid_change, DeviceEventType::pkey_change, DeviceEventType::sm_change,
-                            DeviceEventType::client_reregister})
+TEST(DeviceWatch, PortDownAndUpAskForTheRailOtherPortChangesAreNoted) {
+  // PORT_ERR / PORT_ACTIVE move the port's rail (RailRoutes::port_down / port_up decide how);
+  // whatever the event names, it is about the port, never a connection.
+  EXPECT_EQ(classify(DeviceEventType::port_err, false), DeviceAction::port_down);
+  EXPECT_EQ(classify(DeviceEventType::port_active, false), DeviceAction::port_up);
+  for (DeviceEventType t : {DeviceEventType::lid_change, DeviceEventType::gid_change, DeviceEventType::pkey_change,
+                            DeviceEventType::sm_change, DeviceEventType::client_reregister})
     EXPECT_EQ(classify(t, false), DeviceAction::note_port) << prov::to_string(t);
+}
+
+TEST(DeviceWatch, APortEventNamesItsRailsPort) {
+  EXPECT_TRUE(names_port(1, 1));
+  EXPECT_FALSE(names_port(2, 1)) << "port 2 of a two-port HCA is another rail's";
+  EXPECT_TRUE(names_port(0, 1)) << "an event that names no port is the device's";
+  EXPECT_TRUE(names_port(2, 0)) << "a rail whose port is unknown takes its device's events";
 }
 
 TEST(DeviceWatch, ErrorsOnObjectsAreOursOnlyWhenTheQpIs) {

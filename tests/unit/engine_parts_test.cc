@@ -2,6 +2,7 @@
 // table), repair decisions, pair table, stranger log, wire builders, phase spans.
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -64,6 +65,15 @@ TEST(RetryPolicy, WhatIsWorthAnotherAttempt) {
   EXPECT_FALSE(retryable(rejected(prov::reject_reason::vendor_option)));
   EXPECT_FALSE(retryable(failed(cm::FailKind::ece_rejected)));
   EXPECT_FALSE(retryable(failed(cm::FailKind::local_error)));
+  // The network gone from under a local call (a port's link down): transient.
+  for (int err : {ENETUNREACH, ENETDOWN}) {
+    cm::Failure f = failed(cm::FailKind::local_error);
+    f.error = Error::from_errno("rdma_resolve_addr", err);
+    EXPECT_TRUE(retryable(f)) << err;
+  }
+  cm::Failure nomem = failed(cm::FailKind::local_error);
+  nomem.error = Error::from_errno("ibv_create_qp", ENOMEM);
+  EXPECT_FALSE(retryable(nomem));
   EXPECT_FALSE(retryable(failed(cm::FailKind::device_removal)));
 }
 

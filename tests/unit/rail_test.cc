@@ -1,6 +1,8 @@
 // The multi-rail address (rail_address.h) and the rail pairing rule (rail_pairing.h).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "wireup/address.h"
 #include "wireup/rail_address.h"
 #include "wireup/rail_pairing.h"
@@ -10,7 +12,7 @@ namespace wireup {
 namespace {
 
 RailAddress ra(const char* text, uint8_t prefix) { return {prov::SockAddr::parse(text).value(), prefix}; }
-LocalRail up(const char* text, uint8_t prefix) { return {ra(text, prefix), true}; }
+LocalRail up(const char* text, uint8_t prefix) { return {ra(text, prefix), RailState::up}; }
 
 TEST(RailAddress, OneRailIsTheFormatOneAddress) {
   const RailAddress one = ra("10.0.0.1:7471", 24);
@@ -120,13 +122,13 @@ TEST(RailPairing, ARailThatReachesNothingCarriesNoLane) {
 TEST(RailPairing, ADownRailMovesItsLanesToTheOthers) {
   std::vector<LocalRail> mine = {up("10.0.1.1:1", 24), up("10.0.2.1:1", 24)};
   const std::vector<RailAddress> theirs = {ra("10.0.1.2:1", 24), ra("10.0.2.2:1", 24)};
-  mine[0].up = false;
+  mine[0].state = RailState::lost;
   PeerPairing p = pair_by_subnet(mine, theirs);
   EXPECT_EQ(p.pairs, (std::vector<RailPair>{{1, 1}}));
-  mine[1].up = false;
+  mine[1].state = RailState::port_down;
   p = pair_by_subnet(mine, theirs);
   EXPECT_EQ(p.basis, PairingBasis::unreachable);
-  EXPECT_EQ(p.why, "no rail here (10.0.1.1/24 (down), 10.0.2.1/24 (down)) shares a subnet with the peer's "
+  EXPECT_EQ(p.why, "no rail here (10.0.1.1/24 (lost), 10.0.2.1/24 (port down)) shares a subnet with the peer's "
                    "(10.0.1.2/24, 10.0.2.2/24)");
 }
 
@@ -185,6 +187,80 @@ TEST(RailRoutes, NoSubnetAsksTheRouteCheckElseUnreachable) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->basis, PairingBasis::routed);
   EXPECT_NE(p->why.find("routes not checked"), std::string::npos) << p->why;
+}
+
+// The lanes each rail gets of lanes 0..3 to rank 3 (rank 0 here).
+std::map<uint32_t, int> rails_of_lanes(const RailRoutes& r) {
+  std::map<uint32_t, int> n;
+  for (uint32_t lane = 0; lane < 4; ++lane)
+    if (auto route = r.route(3, lane, 0)) ++n[route->rail];
+  return n;
+}
+
+TEST(RailRoutes, APortDownRailTakesNoLaneUntilItComesBack) {
+  RailRoutes r({up("10.0.1.1:0", 24), up("10.0.2.1:0", 24)}, nullptr);
+  const std::vector<RailAddress> peer{ra("10.0.1.7:7000", 24), ra("10.0.2.7:7000", 24)};
+  ASSERT_NE(r.set_peer(3, peer), nullptr);
+  EXPECT_EQ(rails_of_lanes(r), (std::map<uint32_t, int>{{0, 2}, {1, 2}}));
+  EXPECT_EQ(r.port_down(1), RailRoutes::PortChange::moved);
+  EXPECT_EQ(r.state(1), RailState::port_down);
+  EXPECT_EQ(rails_of_lanes(r), (std::map<uint32_t, int>{{0, 4}}));
+  EXPECT_EQ(r.pairing(3)->basis, PairingBasis::same_subnet);
+  EXPECT_EQ(r.port_down(1), RailRoutes::PortChange::none) << "a second PORT_ERR changes nothing";
+  EXPECT_EQ(r.port_up(1), RailRoutes::PortChange::back);
+  EXPECT_EQ(r.state(1), RailState::up);
+  EXPECT_EQ(rails_of_lanes(r), (std::map<uint32_t, int>{{0, 2}, {1, 2}}));
+  EXPECT_EQ(r.port_up(1), RailRoutes::PortChange::none);
+}
+
+TEST(RailRoutes, WithOneRailAPortDownChangesNothing) {
+  RailRoutes r({up("10.0.1.1:0", 24)}, nullptr);
+  EXPECT_EQ(r.port_down(0), RailRoutes::PortChange::none);
+  EXPECT_EQ(r.state(0), RailState::up) << "one rail: the CM decides, as before";
+}
+
+TEST(RailRoutes, WithNoOtherRailUpThePortDownRailsStillCarry) {
+  RailRoutes r({up("10.0.1.1:0", 24), up("10.0.2.1:0", 24)}, nullptr);
+  const std::vector<RailAddress> peer{ra("10.0.1.7:7000", 24), ra("10.0.2.7:7000", 24)};
+  ASSERT_NE(r.set_peer(3, peer), nullptr);
+  EXPECT_EQ(r.port_down(1), RailRoutes::PortChange::moved);
+  EXPECT_EQ(r.port_down(0), RailRoutes::PortChange::kept);
+  EXPECT_TRUE(r.any_left());
+  // Both down: the lanes stripe over both as if up (nothing is given up on a flap).
+  EXPECT_NE(r.pairing(3)->basis, PairingBasis::unreachable);
+  EXPECT_NE(r.pairing(3)->why.find("port is down"), std::string::npos) << r.pairing(3)->why;
+  EXPECT_EQ(rails_of_lanes(r), (std::map<uint32_t, int>{{0, 2}, {1, 2}}));
+  // Rail 0 back: it alone carries, rail 1 still down.
+  EXPECT_EQ(r.port_up(0), RailRoutes::PortChange::back);
+  EXPECT_EQ(rails_of_lanes(r), (std::map<uint32_t, int>{{0, 4}}));
+}
+
+TEST(RailRoutes, APeerOnlyAPortDownRailReachesIsKeptThere) {
+  // No route between the subnets: only rail 1 reaches the peer.
+  RailRoutes r({up("10.0.1.1:0", 24), up("10.0.2.1:0", 24)}, [](const prov::SockAddr&, const prov::SockAddr&) {
+    return false;
+  });
+  const RailAddress peer = ra("10.0.2.7:7000", 24);  // one rail, in our rail 1's subnet
+  ASSERT_NE(r.set_peer(3, std::span(&peer, 1)), nullptr);
+  EXPECT_EQ(r.port_down(1), RailRoutes::PortChange::moved);
+  EXPECT_EQ(r.pairing(3)->basis, PairingBasis::same_subnet) << "not unreachable: the port may come back";
+  EXPECT_EQ(rails_of_lanes(r), (std::map<uint32_t, int>{{1, 4}}));
+  // Its device gone, the rail is lost for good and the peer unreachable.
+  EXPECT_TRUE(r.lose(1));
+  EXPECT_EQ(r.state(1), RailState::lost);
+  EXPECT_EQ(r.pairing(3)->basis, PairingBasis::unreachable);
+  EXPECT_NE(r.pairing(3)->why.find("(lost)"), std::string::npos) << r.pairing(3)->why;
+}
+
+TEST(RailRoutes, ALostRailIgnoresPortEvents) {
+  RailRoutes r({up("10.0.1.1:0", 24), up("10.0.2.1:0", 24)}, nullptr);
+  EXPECT_TRUE(r.lose(1));
+  EXPECT_EQ(r.port_up(1), RailRoutes::PortChange::none);
+  EXPECT_EQ(r.port_down(1), RailRoutes::PortChange::none);
+  EXPECT_EQ(r.state(1), RailState::lost);
+  // Rail 0 is the only one left: its port down is kept (the CM decides), and lost it is the end.
+  EXPECT_EQ(r.port_down(0), RailRoutes::PortChange::kept);
+  EXPECT_FALSE(r.lose(0));
 }
 
 }  // namespace

@@ -82,6 +82,9 @@ bool Core::step() {
     case TimerKind::device_removal:
       if (t.a < nodes.size() && t.b < nodes[t.a]->devices.size()) remove_device(t.a, t.b);
       break;
+    case TimerKind::port_change:
+      if (t.a < nodes.size() && t.b < nodes[t.a]->devices.size()) change_port(t.a, t.b, t.c != 0);
+      break;
   }
   return true;
 }
@@ -146,7 +149,9 @@ void Core::release_port(Node& n, PortSpace ps, uint16_t port) { n.ports.erase(po
 
 void Core::send(Msg m, Nanos depart) {
   ++stats.messages_sent;
-  if (nodes[m.src_node]->dead || m.dst_node >= nodes.size()) {
+  // A port that is down sends nothing (the receiving end is checked in on_message).
+  const SimDevice* from = device_at(m.src_ip);
+  if (nodes[m.src_node]->dead || m.dst_node >= nodes.size() || (from != nullptr && !from->usable())) {
     ++stats.messages_unroutable;
     return;
   }

@@ -145,6 +145,7 @@ class Core {
   void id_destroyed(SimCmId& id);
   void kill_node(uint32_t node);
   void remove_device(uint32_t node, uint32_t device);
+  void change_port(uint32_t node, uint32_t device, bool up);
   void fail_over(uint32_t node, uint32_t device);
   // Requests for the id's REQ / REP / DREQ retransmission machinery.
   void send_req(SimCmId& id);

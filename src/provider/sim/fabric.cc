@@ -53,6 +53,10 @@ void SimFabric::remove_device(uint32_t node, uint32_t device, Nanos at) {
   core_->schedule(at, TimerKind::device_removal, node, device);
 }
 
+void SimFabric::set_port(uint32_t node, uint32_t device, bool up, Nanos at) {
+  core_->schedule(at, TimerKind::port_change, node, device, up ? 1 : 0);
+}
+
 void SimFabric::fail_over(uint32_t node, uint32_t device) { core_->fail_over(node, device); }
 
 void SimFabric::raise_device_event(uint32_t node, uint32_t device, DeviceEventType type, uint32_t qpn,

@@ -84,6 +84,10 @@ class SimFabric {
   // --- faults at run time (in addition to SimConfig::faults) --------------------------
   void kill_node(uint32_t node, Nanos at);
   void remove_device(uint32_t node, uint32_t device, Nanos at);
+  // A node's device's port (port 1) goes down or comes back at `at`, as its link would: the
+  // device raises PORT_ERR or PORT_ACTIVE, and while it is down no CM message or packet leaves
+  // or reaches it and no address resolves on it. Nothing else moves (core's change_port).
+  void set_port(uint32_t node, uint32_t device, bool up, Nanos at);
   // A bonding failover under a node's device, now: ADDR_CHANGE on every id bound to it that
   // the CM still serves (cma_netdev_change: the bound netdev's hardware address changed).
   // Linux raises it for NETDEV_BONDING_FAILOVER of a bond master only.

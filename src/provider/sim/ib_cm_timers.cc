@@ -155,6 +155,20 @@ void Core::fail_over(uint32_t n, uint32_t d) {
   for (SimCmId* id : hit) post_event(*id, event(CmEventType::addr_change));
 }
 
+// As mlx5 (the kernel's drivers/infiniband/hw/mlx5/main.c: a port change event becomes
+// IB_EVENT_PORT_ERR / IB_EVENT_PORT_ACTIVE naming the port) and rxe (rxe_net.c: NETDEV_DOWN ->
+// rxe_port_down, NETDEV_UP -> rxe_port_up, port 1): the port's state and one async event.
+// No QP changes state and no rdma_cm id hears of it: connections in RTS stay there (their
+// traffic fails once its retries run out, SimQp::peer), and a CM exchange under way times out
+// unless the port comes back before its retries end (Core::send, Core::on_message).
+void Core::change_port(uint32_t n, uint32_t d, bool up) {
+  SimDevice& dev = *nodes[n]->devices[d];
+  const PortState to = up ? PortState::active : PortState::down;
+  if (dev.removed || dev.spec().port_state == to) return;
+  dev.set_port_state(to);
+  dev.raise(up ? DeviceEventType::port_active : DeviceEventType::port_err, 0, 1);
+}
+
 void Core::remove_device(uint32_t n, uint32_t d) {
   SimDevice& dev = *nodes[n]->devices[d];
   if (dev.removed) return;

@@ -62,7 +62,8 @@ SimQp* SimQp::peer() const {
   uint32_t ip = (uint32_t{g.raw[12]} << 24) | (uint32_t{g.raw[13]} << 16) |
                 (uint32_t{g.raw[14]} << 8) | g.raw[15];
   SimDevice* d = dev_.core.device_at(ip);
-  if (d == nullptr || d->removed || dev_.core.node(d->node).dead) return nullptr;
+  // A port that is down, at either end, carries nothing: the requester's retries run out.
+  if (d == nullptr || d->removed || dev_.core.node(d->node).dead || !d->usable() || !dev_.usable()) return nullptr;
   auto it = d->qp_by_num.find(attr_.dest_qp_num);
   return it == d->qp_by_num.end() ? nullptr : dev_.core.qps.get(it->second);
 }

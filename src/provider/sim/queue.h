@@ -104,6 +104,7 @@ enum class TimerKind : uint8_t {
   timewait_exit,   // a/b = id handle, c = token
   node_death,      // a = node
   device_removal,  // a = node, b = device
+  port_change,     // a = node, b = device, c = 1: the port comes up, 0: it goes down
 };
 
 struct Timer {

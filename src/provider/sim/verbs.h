@@ -26,6 +26,7 @@ class SimDevice final : public Device {
   size_t raised_pending() const { return async_.size(); }
 
   const SimDeviceSpec& spec() const { return spec_; }
+  void set_port_state(PortState s) { spec_.port_state = s; }
   uint32_t ip() const { return sim_ipv4(node, index); }
   bool usable() const { return !removed && spec_.port_state == PortState::active; }
   Error gone(const char* call) const;  // the error of a call on a removed device
