@@ -181,6 +181,9 @@ void Engine::port_changed(const prov::DeviceEvent& ev, bool down) {
     if (auto* e = p.as<Established>(); e && records_.link(records_.results()[e->result].link).rail == *rail) ++established;
   switch (rails_.port_down(*rail)) {
     case RailRoutes::PortChange::moved: {
+      // First attempts queued behind this rail's window wait behind their new rail's instead
+      //: each rail has its own start queue, and this one takes no new attempt while its port is down).
+      pairs_.move_starts(*rail, [&](const Pair& p) { return rail_for(p); });
       const size_t moved = move_off(*rail);
       WIREUP_LOG(warn,
                  "rank %u: %s port down (PORT_ERR): new attempts leave from the rails up; %zu unsettled attempts "
