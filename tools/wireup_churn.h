@@ -27,6 +27,8 @@ struct Options {
   uint32_t node = 0;              // 1 or 2: this process holds that node's ranks (PairLink)
   std::string pair_dir, pair_tag = "churn";
 };
+// Fills `o` from the command line; false (with the reason on stderr) on a bad argument.
+bool parse(int argc, char** argv, Options& o);
 
 // Failures of the run: each printed once, counted; the exit status says whether any came.
 inline int failures = 0;
