@@ -68,14 +68,19 @@ for layer in "${LAYERS[@]}"; do
   REACH[$layer]=$seen
 done
 
-# The layer of a folder under src/: itself or the nearest enclosing folder in the table.
+# The layer of a folder under src/: itself or the nearest enclosing folder in the table, in
+# LAYER ("" when none). A variable rather than $(...): the check runs it once per include, and
+# a subshell each time made the whole check take half a minute.
 layer_of_dir() {
   local d=$1
+  LAYER=
   while [[ -n $d && $d != . ]]; do
-    [[ -n ${USES[$d]+set} ]] && { echo "$d"; return; }
-    d=$(dirname "$d")
+    [[ -n ${USES[$d]+set} ]] && { LAYER=$d; return; }
+    [[ $d == */* ]] && d=${d%/*} || d=
   done
 }
+# The folder part of a relative path ("." for a bare file name), as dirname without a fork.
+dir_of() { [[ $1 == */* ]] && DIR=${1%/*} || DIR=.; }
 
 status=0
 report() {
@@ -85,53 +90,69 @@ report() {
 
 declare -A INCLUDED=()   # "from to" -> 1 once some file of layer from includes layer to
 declare -A FIRST_FILE=() # a file of each layer, to name the layer in a report
+declare -A FILE_LAYER=() # file (relative) -> its layer, for the files the table places
 INCLUDE_RE='^[[:space:]]*#[[:space:]]*include[[:space:]]*(["<])([^">]+)[">]'
 checked=0
+files=()
 while IFS= read -r -d '' file; do
   rel=${file#"$ROOT"/}
   if [[ $rel == include/* ]]; then
     from=api
   else
-    from=$(layer_of_dir "$(dirname "${rel#src/}")")
+    dir_of "${rel#src/}"
+    layer_of_dir "$DIR"
+    from=$LAYER
     if [[ -z $from ]]; then
-      report "$rel:1: error: folder $(dirname "$rel") is not in the layer table of scripts/check-layers.sh"
+      dir_of "$rel"
+      report "$rel:1: error: folder $DIR is not in the layer table of scripts/check-layers.sh"
       continue
     fi
   fi
   : "${FIRST_FILE[$from]:=$rel}"
+  FILE_LAYER[$rel]=$from
+  files+=("$rel")
   checked=$((checked + 1))
-  while IFS=: read -r line text; do
-    [[ $text =~ $INCLUDE_RE ]] || continue
-    kind=${BASH_REMATCH[1]}
-    inc=${BASH_REMATCH[2]}
-    if [[ -f $ROOT/src/$inc ]]; then
-      to=$(layer_of_dir "$(dirname "$inc")")
-      if [[ -z $to ]]; then
-        report "$rel:$line: error: \"$inc\" is in src/$(dirname "$inc"), which is not in the layer table"
-        continue
-      fi
-    elif [[ -f $ROOT/include/$inc || -f $ROOT/cmake/$(basename "$inc").in && $inc == wireup/* ]]; then
-      # include/wireup, or a public header CMake generates from cmake/<name>.in (wireup_version.h)
-      to=api
-    elif [[ $kind == '"' ]]; then
-      report "$rel:$line: error: \"$inc\" names no header of src/ or include/"
-      continue
-    else
-      continue  # <system header>
-    fi
-    INCLUDED["$from $to"]=1
-    [[ $to == "$from" || ${USES[$from]} == *" $to "* ]] && continue
-    if [[ ${REACH[$to]} == *" $from "* ]]; then
-      why="upward include: layer $from is below $to"
-    elif [[ ${REACH[$from]} == *" $to "* ]]; then
-      why="layer $from reaches $to only through another layer; add it to what $from uses"
-    else
-      why="sideways include: layer $from does not use $to"
-    fi
-    uses=${USES[$from]// /}
-    report "$rel:$line: error: \"$inc\" (layer $to): $why (uses:${uses:+${USES[$from]% }}${uses:- nothing})"
-  done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include' "$file" || true)
 done < <(find "$ROOT/src" "$ROOT/include" -type f \( -name '*.h' -o -name '*.hpp' -o -name '*.cc' -o -name '*.c' \) -print0 | sort -z)
+
+# Every include line of those files, from one grep ("file:line:text", files in sorted order).
+while IFS= read -r hit; do
+  rel=${hit%%:*}
+  rest=${hit#*:}
+  line=${rest%%:*}
+  text=${rest#*:}
+  from=${FILE_LAYER[$rel]}
+  [[ $text =~ $INCLUDE_RE ]] || continue
+  kind=${BASH_REMATCH[1]}
+  inc=${BASH_REMATCH[2]}
+  if [[ -f $ROOT/src/$inc ]]; then
+    dir_of "$inc"
+    layer_of_dir "$DIR"
+    to=$LAYER
+    if [[ -z $to ]]; then
+      report "$rel:$line: error: \"$inc\" is in src/$DIR, which is not in the layer table"
+      continue
+    fi
+  elif [[ -f $ROOT/include/$inc || -f $ROOT/cmake/${inc##*/}.in && $inc == wireup/* ]]; then
+    # include/wireup, or a public header CMake generates from cmake/<name>.in (wireup_version.h)
+    to=api
+  elif [[ $kind == '"' ]]; then
+    report "$rel:$line: error: \"$inc\" names no header of src/ or include/"
+    continue
+  else
+    continue  # <system header>
+  fi
+  INCLUDED["$from $to"]=1
+  [[ $to == "$from" || ${USES[$from]} == *" $to "* ]] && continue
+  if [[ ${REACH[$to]} == *" $from "* ]]; then
+    why="upward include: layer $from is below $to"
+  elif [[ ${REACH[$from]} == *" $to "* ]]; then
+    why="layer $from reaches $to only through another layer; add it to what $from uses"
+  else
+    why="sideways include: layer $from does not use $to"
+  fi
+  uses=${USES[$from]// /}
+  report "$rel:$line: error: \"$inc\" (layer $to): $why (uses:${uses:+${USES[$from]% }}${uses:- nothing})"
+done < <(((${#files[@]})) && cd "$ROOT" && grep -n -H -E '^[[:space:]]*#[[:space:]]*include' -- "${files[@]}" || true)
 
 # No dead entry in the table: each layer it says a layer uses is included by one of its files.
 for layer in "${LAYERS[@]}"; do
