@@ -227,6 +227,11 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // ends), and how many rail pairs we have with `peer` (1 without a pairing).
   uint32_t rail_for(const Pair& p) const;
   uint32_t rails_paired(uint32_t peer) const;
+  // An active attempt got no answer over its rail pair (`f`: UNREACHABLE, ADDR/ROUTE/
+  // CONNECT_ERROR): with another pair to the peer, its next attempt takes the next one. The
+  // peer's side of the pair may be down without this process hearing of it (its port event
+  // is the peer's): only the silence tells.
+  void next_rail_after(Pair& p, const cm::Failure& f);
   // The rail whose listener a CONNECT_REQUEST came through.
   uint32_t rail_of_request(const prov::CmEvent& ev) const;
   // PORT_ERR (`down`) or PORT_ACTIVE on a rail's port: RailRoutes::PortChange says what

@@ -16,7 +16,7 @@ cm::Spec Engine::spec_for(const Pair& p, uint64_t nonce) const {
   spec.tag = pairs_.index(p);
   // The lane's rail pair: our rail's source address, the peer's address on its rail. The
   // passive side needs it too: a rtu_lost notice goes to the active peer's listener.
-  if (auto r = rails_.route(p.peer, p.lane, opt().rank)) {
+  if (auto r = rails_.route(p.peer, p.lane, opt().rank, p.rail_shift)) {
     spec.profile = &fixed_.profiles[r->rail];
     spec.remote = r->remote;
   } else {
@@ -312,6 +312,7 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f, std::optional<uint32_t> ra
     (void)retries_.schedule(pairs_.index(p), p.attempt, now());
     return;
   }
+  next_rail_after(p, f);
   if (retries_.after_failure(pairs_.index(p), f, p.attempt, now()).retry) {
     ++stats_[Counter::retries];
     WIREUP_LOG(info, "rank %u lane %u attempt %u: %s; retrying", p.peer, p.lane, p.attempt, f.describe().c_str());

@@ -1,5 +1,7 @@
 #include "wireup/engine_checks.h"
 
+#include "wireup/pair_table.h"
+
 namespace wireup {
 namespace {
 
@@ -34,6 +36,9 @@ Status check_options(const EngineOptions& o, const qp::QpFactory& factory) {
   if (o.resolve_addr_timeout_ms <= 0 || o.resolve_route_timeout_ms <= 0)
     return bad_option("resolve_addr/route timeouts must be positive");
   if (o.lanes == 0 || o.lanes > 65535) return bad_option("lanes " + std::to_string(o.lanes) + " outside [1, 65535]");
+  if (uint64_t{o.nranks - 1} * o.lanes > kMaxPairs)
+    return bad_option(std::to_string(o.nranks) + " ranks x " + std::to_string(o.lanes) + " lanes: more than " +
+                      std::to_string(kMaxPairs) + " pairs in one process");
   if (o.job_key == 0) return bad_option("job_key is 0: every rank of a job must share one non-zero key");
   if (o.connect_window == 0) return bad_option("connect_window is 0");
   if (o.qp_window == 0) return bad_option("qp_window is 0");

@@ -77,13 +77,33 @@ bool Engine::give_up_if_unpaired(Pair& p) {
 }
 
 uint32_t Engine::rail_for(const Pair& p) const {
-  auto r = rails_.route(p.peer, p.lane, opt().rank);
+  auto r = rails_.route(p.peer, p.lane, opt().rank, p.rail_shift);
   return r && r->rail < admission_.rails() ? r->rail : 0;
 }
 
 uint32_t Engine::rails_paired(uint32_t peer) const {
   const PeerPairing* pairing = rails_.pairing(peer);
   return pairing != nullptr && !pairing->pairs.empty() ? static_cast<uint32_t>(pairing->pairs.size()) : 1;
+}
+
+void Engine::next_rail_after(Pair& p, const cm::Failure& f) {
+  // Silence, not a refusal: a REJ came from the peer's CM over this very pair, and a local
+  // error says nothing of the path.
+  switch (f.kind) {
+    case cm::FailKind::unreachable:
+    case cm::FailKind::address_error:
+    case cm::FailKind::route_error:
+    case cm::FailKind::connect_error:
+      break;
+    default:
+      return;
+  }
+  const uint32_t n = rails_paired(p.peer);
+  if (n < 2) return;
+  const uint32_t from = rail_for(p);
+  p.rail_shift = (p.rail_shift + 1) % n;
+  WIREUP_LOG(info, "rank %u lane %u attempt %u: no answer over rail %u (%s); the next attempt takes rail %u", p.peer,
+             p.lane, p.attempt, from, to_string(f.kind), rail_for(p));
 }
 
 uint32_t Engine::rail_of_request(const prov::CmEvent& ev) const {

@@ -73,6 +73,10 @@ struct Idle {};
 
 class PairTable;
 
+// The most pairs one process holds: a Pair's index has 27 bits (its rail shift and flag share
+// the word). (nranks - 1) * lanes is checked against it when the engine is made.
+inline constexpr uint64_t kMaxPairs = uint64_t{1} << 27;
+
 struct Pair {
   using State = std::variant<Waiting, Connecting, Established, Failed, Probing, Idle>;
 
@@ -88,7 +92,10 @@ struct Pair {
   uint16_t lane = 0;
   uint32_t peer = 0;
   uint32_t attempt = 0;       // active: attempts made; passive: newest attempt seen
-  uint32_t index : 31 = 0;    // its place in the table, for ever (2^31 pairs: never)
+  uint32_t index : 27 = 0;    // its place in the table, for ever (kMaxPairs, engine_checks.cc)
+  // Active: how many rail pairs its attempts moved on from, each after an attempt that got no
+  // answer (Engine::next_rail_after); the lane's rail pair is the striped one plus this.
+  uint32_t rail_shift : 4 = 0;
   // On demand: the lane waits for the transport's answer to the address callback before its
   // first attempt can be queued (Engine::add_peer).
   uint32_t awaiting_address : 1 = 0;

@@ -99,10 +99,11 @@ const PeerPairing* RailRoutes::pairing(uint32_t rank) const {
   return it != peers_.end() ? &it->second.pairing : nullptr;
 }
 
-std::optional<RailRoutes::Route> RailRoutes::route(uint32_t rank, uint32_t lane, uint32_t self) const {
+std::optional<RailRoutes::Route> RailRoutes::route(uint32_t rank, uint32_t lane, uint32_t self,
+                                                   uint32_t shift) const {
   auto it = peers_.find(rank);
   if (it == peers_.end() || it->second.pairing.pairs.empty()) return std::nullopt;
-  const RailPair p = lane_pair(it->second.pairing, lane, rank + self);
+  const RailPair p = lane_pair(it->second.pairing, lane, rank + self + shift);
   return Route{p.local, it->second.theirs[p.peer].addr};
 }
 

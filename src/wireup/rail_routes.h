@@ -47,8 +47,9 @@ class RailRoutes {
   // peer has no entry (one rail on both ends) or is unreachable. Lanes stripe from the sum of
   // both ranks (lane_pair's offset): from the peer's rank alone, every peer that initiates
   // towards one rank would pick the same pair for its lane 0, and that rank's single-lane
-  // peers would pile onto one rail whenever it is the passive side.
-  std::optional<Route> route(uint32_t rank, uint32_t lane, uint32_t self) const;
+  // peers would pile onto one rail whenever it is the passive side. `shift`: how many pairs
+  // on from the striped one (a lane whose attempts got no answer moves on, Pair::rail_shift).
+  std::optional<Route> route(uint32_t rank, uint32_t lane, uint32_t self, uint32_t shift = 0) const;
   // The local rail whose device is `dev` (by the listeners' devices the engine recorded), else 0.
   uint32_t rail_of(const prov::Device* dev) const;
   // Rail `rail` listens on `dev`'s port `port` (the listener's, after its bind).

@@ -113,6 +113,14 @@ TEST(Engine, BadOptionsAreNamed) {
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message().find("job_key is 0"), std::string::npos);
   o.job_key = 1;
+  o.nranks = 4097;  // 4,096 peers x 65,535 lanes: past a pair index's 27 bits
+  o.lanes = 65535;
+  e = Engine::create(f.provider(0), o, factory.hook());
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message().find("4097 ranks x 65535 lanes: more than 134217728 pairs"), std::string::npos)
+      << e.error().message();
+  o.nranks = 4;
+  o.lanes = engine_defaults().lanes;
   o.max_attempts = 65536;
   e = Engine::create(f.provider(0), o, factory.hook());
   ASSERT_FALSE(e);

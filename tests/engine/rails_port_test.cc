@@ -240,5 +240,41 @@ TEST(RailsPortSim, BothPortsDownIsLeftToTheCmAndAFlapLosesNothing) {
   expect_consistent(*job, kLanes);
 }
 
+// Only rank 0's rail 1 goes down, before the start: its PORT_ERR is rank 0's alone, and the
+// other ranks learn of it only from the silence of its rail-1 listener (mlx5 and rxe tell a
+// peer nothing of a remote port). Their lanes to rank 0 that stripe onto rail 1 get no answer
+// (UNREACHABLE, or ADDR_ERROR where the neighbour does not resolve) and their next attempt
+// takes the other rail pair (Engine::next_rail_after): every lane connects, none given up.
+TEST(RailsPortSim, APeersPortDownIsLearnedFromItsSilenceAndTheLaneMovesOn) {
+  RailsJob j(kRanks, kLanes, 25);
+  auto& job = j.job;
+  ASSERT_TRUE(job) << job.error().message();
+  auto& fab = j.f.fabric();
+  fab.set_port(0, 1, false, fab.clock().now() + Nanos{1});
+  auto r = drive(j.f, *job, 600s);
+  ASSERT_TRUE(r) << r.error().message();
+  uint64_t silent = 0;
+  for (uint32_t i = 0; i < kRanks; ++i) {
+    const Engine& e = *job->ranks[i].engine;
+    for (const PeerError& err : e.errors()) ADD_FAILURE() << "rank " << i << ": " << err.describe();
+    EXPECT_EQ(e.connected(), (kRanks - 1) * kLanes) << "rank " << i;
+    for (const auto& [kind, n] : e.stats().failures_by_name()) {
+      const std::string_view k(kind);
+      if (k == "unreachable" || k == "address_error" || k == "route_error" || k == "connect_error") silent += n;
+      else ADD_FAILURE() << "rank " << i << ": " << n << " attempts failed with " << k;
+    }
+    for (uint32_t p = 0; p < kRanks; ++p) {
+      if (p == i) continue;
+      const auto want = (i == 0 || p == 0) ? std::map<uint32_t, size_t>{{0, kLanes}}
+                                           : std::map<uint32_t, size_t>{{0, kLanes / 2}, {1, kLanes / 2}};
+      EXPECT_EQ(by_rail(e, p), want) << "rank " << i << " to " << p;
+    }
+  }
+  std::printf("[rails] rank 0's rail 1 down: %llu attempts to it got no answer and moved on\n",
+              static_cast<unsigned long long>(silent));
+  EXPECT_GT(silent, 0u) << "no attempt went to rank 0's rail 1: the test checks nothing";
+  expect_consistent(*job, kLanes);
+}
+
 }  // namespace
 }  // namespace wireup::etest

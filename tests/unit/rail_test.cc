@@ -169,6 +169,20 @@ TEST(RailRoutes, LanesStripeOverThePairsInTheirSubnets) {
   }
 }
 
+TEST(RailRoutes, AShiftedLaneTakesTheNextPair) {
+  // A lane whose attempts got no answer moves on by whole pairs (Pair::rail_shift), wrapping.
+  RailRoutes r({up("10.0.1.1:0", 24), up("10.0.2.1:0", 24), up("10.0.3.1:0", 24)}, nullptr);
+  const std::vector<RailAddress> peer{ra("10.0.1.7:7000", 24), ra("10.0.2.7:7001", 24), ra("10.0.3.7:7002", 24)};
+  ASSERT_NE(r.set_peer(4, peer), nullptr);
+  for (uint32_t lane = 0; lane < 3; ++lane)
+    for (uint32_t shift = 0; shift < 3; ++shift) {
+      auto route = r.route(4, lane, 1, shift);
+      ASSERT_TRUE(route.has_value());
+      EXPECT_EQ(route->rail, (lane + 5 + shift) % 3) << "lane " << lane << " shift " << shift;
+      EXPECT_EQ(route->remote, peer[route->rail].addr) << "lane " << lane << " shift " << shift;
+    }
+}
+
 TEST(RailRoutes, NoSubnetAsksTheRouteCheckElseUnreachable) {
   std::vector<std::pair<std::string, std::string>> asked;
   RailRoutes r({up("10.0.1.1:0", 24), up("10.0.2.1:0", 24)}, [&](const prov::SockAddr& a, const prov::SockAddr& b) {
