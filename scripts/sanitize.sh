@@ -168,6 +168,6 @@ fi
 rc=0
 # abi.check reads the ABI from the main build's objects; an instrumented build has nothing to
 # add to it (and its shared library is not built here).
-LD_PRELOAD=$preload ctest --test-dir "$B" --output-on-failure -L unit -E '^abi\.check$' "$@" || rc=$?
+LD_PRELOAD=$preload ctest --test-dir "$B" --output-on-failure -j "$JOBS" -L unit -E '^abi\.check$' "$@" || rc=$?
 echo "sanitize.sh: tests took $(($(date +%s) - t1)) s (ASAN_OPTIONS=$ASAN_OPTIONS)"
 exit $rc

@@ -58,7 +58,8 @@ ctest_summary() { sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -E '^[0-9]+% tests passe
 # (a log of an earlier run must not pass for this one's)
 rm -f "$BUILD_DIR/tests/vm/Testing/Temporary/LastTest.log"
 echo "test.sh: slice $SLICE"
-run_part "$BUILD_DIR/test-main.log" ctest --test-dir "$BUILD_DIR" --output-on-failure -LE "in_vm|twonode$long_filter" "$@"
+# -j: the host tests side by side (the VM boots are RUN_SERIAL: each runs alone).
+run_part "$BUILD_DIR/test-main.log" ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" -LE "in_vm|twonode$long_filter" "$@"
 main_rc=$part_rc main_secs=$part_secs
 # vm.suite shows its inner output only on failure: print the inner result lines either way.
 inner=$BUILD_DIR/tests/vm/Testing/Temporary/LastTest.log
