@@ -10,7 +10,23 @@ namespace wireup {
 const PeerPairing* RailRoutes::set_peer(uint32_t rank, std::span<const RailAddress> theirs) {
   if (mine_.size() <= 1 && theirs.size() <= 1) {
     peers_.erase(rank);
-    return nullptr;
+    // One rail on both ends: nothing to choose, and nothing kept for a peer our rail reaches (a
+    // one-rail job of 10^4 ranks keeps no entry per peer; in one subnet, no route is looked
+    // up either). A peer in another subnet with no route out of our rail's netdev is kept as
+    // unreachable, so that its lanes are given up at start with the reason: two NICs per node
+    // on fabrics that do not route to each other, each rank on the one its local rank took,
+    // would otherwise send REQs into silence until the CM's retries ran out.
+    // (Our prefix unknown, as with listen_ip: nothing to go by, the CM decides as ever.)
+    if (mine_.size() != 1 || theirs.size() != 1 || mine_[0].address.prefix_len == 0 ||
+        same_subnet(mine_[0].address, theirs[0]))
+      return nullptr;
+    PeerPairing p = pair_over(mine_, theirs);
+    if (p.basis != PairingBasis::unreachable) return nullptr;
+    p.why += "; with one rail each, a fabric whose subnets do not route to each other needs device.rails = \"all\"";
+    Entry e;
+    e.theirs.assign(theirs.begin(), theirs.end());
+    e.pairing = std::move(p);
+    return &peers_.insert_or_assign(rank, std::move(e)).first->second.pairing;
   }
   Entry e;
   e.theirs.assign(theirs.begin(), theirs.end());

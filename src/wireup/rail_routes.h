@@ -3,8 +3,10 @@
 // rail_pairing.h, so that each lane knows which local rail it leaves from and which of the
 // peer's addresses it goes to.
 //
-// One rail on both ends keeps no entry at all: the lane goes from rail 0 to the peer's only
-// address, exactly as a single-rail engine always did (no prefix is needed for that).
+// One rail on both ends keeps no entry when our rail reaches the peer's address (its subnet,
+// else a route out of our rail's netdev): the lane goes from rail 0 to the peer's only address,
+// exactly as a single-rail engine always did. Only a peer it does not reach is kept, as
+// unreachable.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +36,9 @@ class RailRoutes {
   bool several() const { return mine_.size() > 1; }
 
   // The peer's published rails: paired now (subnet, else route). Returns the pairing, or
-  // nullptr when both ends have one rail (nothing kept).
+  // nullptr when both ends have one rail and ours reaches the peer's (nothing kept).
   const PeerPairing* set_peer(uint32_t rank, std::span<const RailAddress> theirs);
-  // nullptr: one rail on both ends (rail 0 to the peer table's address).
+  // nullptr: one rail on both ends that reach each other (rail 0 to the peer table's address).
   const PeerPairing* pairing(uint32_t rank) const;
 
   struct Route {

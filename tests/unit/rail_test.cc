@@ -154,6 +154,34 @@ TEST(RailRoutes, OneRailOnBothEndsKeepsNothing) {
   EXPECT_FALSE(r.route(5, 0, 0).has_value()) << "the lane goes to the peer table's address, as with one rail";
 }
 
+TEST(RailRoutes, OneRailEachKeepsOnlyAPeerItDoesNotReach) {
+  // Same subnet: no route is looked up, nothing kept.
+  int asked = 0;
+  RailRoutes same({up("10.0.0.1:0", 24)}, [&](const prov::SockAddr&, const prov::SockAddr&) { return ++asked, false; });
+  const RailAddress near = ra("10.0.0.9:7471", 0);
+  EXPECT_EQ(same.set_peer(5, std::span(&near, 1)), nullptr);
+  EXPECT_EQ(asked, 0);
+  // Another subnet with a route out of our netdev: taken, nothing kept.
+  RailRoutes routed({up("10.0.0.1:0", 24)}, [](const prov::SockAddr&, const prov::SockAddr&) { return true; });
+  const RailAddress far = ra("10.0.2.1:7471", 0);
+  EXPECT_EQ(routed.set_peer(6, std::span(&far, 1)), nullptr);
+  EXPECT_FALSE(routed.route(6, 0, 0).has_value());
+  // Another subnet, no route (the local ranks took NICs on fabrics that do not route to each
+  // other): kept as unreachable, so the engine gives its lanes up at start.
+  RailRoutes none({up("10.0.0.1:0", 24)}, [](const prov::SockAddr&, const prov::SockAddr&) { return false; });
+  const PeerPairing* p = none.set_peer(7, std::span(&far, 1));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->basis, PairingBasis::unreachable);
+  EXPECT_EQ(none.pairing(7), p);
+  EXPECT_FALSE(none.route(7, 0, 0).has_value());
+  EXPECT_NE(p->why.find("10.0.0.1/24"), std::string::npos) << p->why;
+  EXPECT_NE(p->why.find("10.0.2.1"), std::string::npos) << p->why;
+  EXPECT_NE(p->why.find("device.rails = \"all\""), std::string::npos) << p->why;
+  // Its address published again, now in our subnet: the entry goes.
+  EXPECT_EQ(none.set_peer(7, std::span(&near, 1)), nullptr);
+  EXPECT_EQ(none.pairing(7), nullptr);
+}
+
 TEST(RailRoutes, LanesStripeOverThePairsInTheirSubnets) {
   // Names crossed on the peer: its first rail is in our second rail's subnet.
   RailRoutes r({up("10.0.1.1:0", 24), up("10.0.2.1:0", 24)}, nullptr);

@@ -7,7 +7,8 @@
 # second rail's device carry every verb from both sides (the engine's data-plane cases and the
 # conformance connect cases on rxe1's address); a context asked for two rails takes both; a job
 # with device.rails=2 puts half its lanes on each device (results and kernel agree); with a
-# third device added, device.rails=3 puts one lane on each (rails-three.sh); rxe1's port going
+# third device added, device.rails=3 puts one lane on each (rails-three.sh); one rail each on
+# the two subnets: each rank gives the other up at start, with the reason; rxe1's port going
 # down mid-wireup moves the lanes not yet established to rxe0 and every lane connects.
 set -euo pipefail
 B=${1:?usage: rails-check.sh BUILD_DIR}
@@ -95,6 +96,24 @@ echo "rails-check: dummy1 down: results by rail: $by_rail"
 jq -e '.connections == 4 and .failed == 0' "$json" >/dev/null || fail "dummy1 down: not every lane connected"
 [ "$by_rail" = '{"0:rxe0":8}' ] || fail "dummy1 down: the lanes are not all on rxe0: $by_rail"
 for _ in $(seq 1 40); do rdma link show rxe1/1 | grep -q 'state ACTIVE' && break; sleep 0.5; done
+
+# One rail each with both devices allowed: the local ranks take different devices (rank 0
+# rxe0 on 10.0.0.1/24, rank 1 rxe1 on 10.0.2.1/24), and no route leaves either netdev for the
+# other's subnet. Each rank gives the other up at start, naming both addresses and the way out
+# (device.rails = "all"), instead of sending REQs that rxe drops until the CM's retries run out
+# (the job hung past 120 s before the check).
+t0=$(date +%s)
+rc=0
+timeout 120 mpirun --oversubscribe -np 2 ./tools/wireup_a2a --config "$HERE/../mpi/vm.toml" --set device.rails=1 \
+  --set device.include=rxe0,rxe1 --lanes 2 --json --no-progress >"$json" 2>"$err" || rc=$?
+secs=$(($(date +%s) - t0))
+grep -m 1 'no rail here' "$err" || true
+echo "rails-check: one rail each on two subnets: exit $rc after $secs s, $(jq -c '{connections, failed}' "$json" 2>/dev/null)"
+((rc != 0 && rc != 124)) || { cat "$err"; fail "one rail each on two subnets: wireup_a2a exited $rc (expected a failure, not success or a hang)"; }
+jq -e '.connections == 0 and .failed == 2' "$json" >/dev/null || fail "one rail each on two subnets: not both lanes given up"
+grep -q 'no rail here (10.0.0.1/24) reaches any of the peer.s (10.0.2.1).*device.rails = "all"' "$err" ||
+  fail "one rail each on two subnets: no error naming both addresses and device.rails = \"all\""
+((secs < 60)) || fail "one rail each on two subnets: given up only after $secs s"
 
 # A third rail for a while: an address past WIREUP_ADDRESS_MAX through the runner's exchange.
 "$HERE/rails-three.sh" "$B" || fail "three rails (rails-three.sh)"
