@@ -18,9 +18,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
-#include <map>
 #include <optional>
-#include <sstream>
 #include <thread>
 #include <utility>
 
