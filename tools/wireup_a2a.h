@@ -107,6 +107,10 @@ struct QpnPair {
   uint32_t local = 0;
   uint32_t remote = 0;
 };
+// QPNs are 24 bits: a lane lost since it connected (wireup_result_t.lost: its rail removed,
+// say) carries this bit on its local QPN in the cross-check's tables, so that both ends leave
+// it out of the data checks whichever end learnt of the loss first.
+inline constexpr uint32_t kLostBit = 1u << 31;
 
 struct CheckCounts {
   uint64_t qpn_ok = 0;        // both sides established, QPNs crossed
@@ -130,8 +134,9 @@ struct CheckCounts {
   std::vector<std::string> problems;  // the first few, for the summary
   void problem(std::string s);
 };
-// Compares what `me` recorded about (peer, lane) with what the peer recorded about (me, lane).
-void cross_check(uint32_t me, uint32_t peer, uint32_t lane, QpnPair mine, QpnPair theirs,
+// Compares what `me` recorded about (peer, lane) with what the peer recorded about (me, lane)
+// (the QPNs of a lost lane too: it did connect). Returns whether either end has it lost.
+bool cross_check(uint32_t me, uint32_t peer, uint32_t lane, QpnPair mine, QpnPair theirs,
                  CheckCounts& c);
 
 // One established connection as the SEND check sees it.
@@ -251,6 +256,10 @@ struct RankReport {
   uint64_t planned = 0;            // (peer, lane) slots of this rank
   uint64_t active_to_live = 0;     // established as the active side, peer alive: counts a connection once
   uint64_t lost = 0;               // established with a rank that died afterwards
+  // established with a live rank, then gone (wireup_result_t.lost): as the active side (counts a
+  // connection once), and every endpoint by "<rail>:<device>"
+  uint64_t lost_after = 0;
+  std::map<std::string, uint64_t> lost_by_rail;
   uint64_t connects_started = 0, retries = 0, failed = 0, superseded = 0, strangers = 0, events = 0;
   std::map<int, uint64_t> rejects_received;
   std::map<std::string, uint64_t> rejects_sent, failures, ece_outcomes;
@@ -308,6 +317,8 @@ struct Summary {
   uint64_t connections = 0;        // established between live ranks (each counted once)
   uint64_t failed = 0;             // planned - connections
   uint64_t lost = 0;               // established, then the peer died
+  uint64_t lost_after = 0;         // established with a live peer, then gone (its rail removed, ...)
+  std::map<std::string, uint64_t> lost_by_rail;  // "<rail>:<device>" -> endpoints of those
   double conn_per_s = 0;
   std::array<PhaseStats, kPhases> phases{};
   uint64_t connects_started = 0, retries = 0, strangers = 0, superseded = 0, events = 0;

@@ -28,29 +28,33 @@ void CheckCounts::problem(std::string s) {
   if (problems.size() < kMaxProblems) problems.push_back(std::move(s));
 }
 
-void cross_check(uint32_t me, uint32_t peer, uint32_t lane, QpnPair mine, QpnPair theirs, CheckCounts& c) {
+bool cross_check(uint32_t me, uint32_t peer, uint32_t lane, QpnPair mine, QpnPair theirs, CheckCounts& c) {
+  const bool lost = ((mine.local | theirs.local) & kLostBit) != 0;
+  mine.local &= ~kLostBit;
+  theirs.local &= ~kLostBit;
   // Both sides run this for every pair; the lower rank counts, so a connection counts once.
   const bool counts = me < peer;
   const bool here = mine.local != 0, there = theirs.local != 0;
   const std::string what = "rank " + std::to_string(me) + " <-> rank " + std::to_string(peer) + " lane " +
                            std::to_string(lane);
-  if (!here && !there) return;  // a failed connection: reported by the engines, not a mismatch
+  if (!here && !there) return lost;  // a failed connection: reported by the engines, not a mismatch
   if (here != there) {
     if (counts) {
       ++c.half_open;
       c.problem(what + ": established on rank " + std::to_string(here ? me : peer) + " only");
     }
-    return;
+    return lost;
   }
   if (mine.remote == theirs.local && theirs.remote == mine.local) {
     if (counts) ++c.qpn_ok;
-    return;
+    return lost;
   }
   if (counts) {
     ++c.qpn_bad;
     c.problem(what + ": QPNs do not cross (here local " + hex(mine.local) + " remote " + hex(mine.remote) +
               ", there local " + hex(theirs.local) + " remote " + hex(theirs.remote) + ")");
   }
+  return lost;
 }
 
 DataCheck::DataCheck(std::vector<DataLane> lanes, DataPath& path, uint32_t my_rank)

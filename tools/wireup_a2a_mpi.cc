@@ -118,12 +118,13 @@ WireupRun run_wireup(const Options& o, wireup::Wireup& e, MPI_Comm live, uint64_
 }
 
 // QPN cross-check over MPI_Alltoall: to each live rank, what we recorded about it per lane.
+// The lanes lost on either end since they connected go into `x`, for the data checks.
 void qpn_exchange(wireup::Wireup& e, MPI_Comm live, const std::vector<int>& world_of, uint32_t me, uint32_t nranks,
-                  uint32_t lanes, CheckCounts& c) {
+                  uint32_t lanes, CheckCounts& c, Excluded& x) {
   // [peer * lanes + lane]: what this rank recorded; zeros where the lane is not established
   std::vector<QpnPair> table(size_t(nranks) * lanes);
   for (const wireup_result_t& r : e.results())
-    if (r.peer < nranks && r.lane < lanes) table[size_t(r.peer) * lanes + r.lane] = {r.local_qpn, r.remote_qpn};
+    if (r.peer < nranks && r.lane < lanes) table[size_t(r.peer) * lanes + r.lane] = recorded(r);
   const size_t ln = world_of.size();
   std::vector<uint32_t> out(ln * lanes * 2), in(ln * lanes * 2);
   for (size_t j = 0; j < ln; ++j)
@@ -138,16 +139,16 @@ void qpn_exchange(wireup::Wireup& e, MPI_Comm live, const std::vector<int>& worl
     if (peer == me) continue;
     for (uint32_t l = 0; l < lanes; ++l) {
       QpnPair theirs{in[(j * lanes + l) * 2], in[(j * lanes + l) * 2 + 1]};
-      cross_check(me, peer, l, table[size_t(peer) * lanes + l], theirs, c);
+      if (cross_check(me, peer, l, table[size_t(peer) * lanes + l], theirs, c)) x.lanes.insert({peer, l});
     }
   }
 }
 
 // The SEND both ways: receives everywhere, a barrier so no SEND finds its receiver unready,
 // then the SENDs, then every completion or the deadline.
-Problem data_exchange(const Options& o, RdmaRank& rr, MPI_Comm live, uint32_t me, const std::set<uint32_t>& dead,
+Problem data_exchange(const Options& o, RdmaRank& rr, MPI_Comm live, uint32_t me, const Excluded& skip,
                       CheckCounts& c) {
-  VerbsDataPath path(rr, dead);
+  VerbsDataPath path(rr, skip);
   DataCheck dc(path.lanes(), path, me);
   const Problem posted = dc.post_recvs();
   int ok = posted.empty() ? 1 : 0, all = 0;
@@ -162,8 +163,8 @@ Problem data_exchange(const Options& o, RdmaRank& rr, MPI_Comm live, uint32_t me
 // (MPI_Alltoall of 16-byte slots, zeros where the lane is not established), then posts, then
 // polls; after a barrier (every WRITE completed, so landed) it looks for the peers' WRITEs.
 Problem one_sided_exchange(const Options& o, RdmaRank& rr, MPI_Comm live, const std::vector<int>& world_of,
-                           uint32_t me, uint32_t lanes, const std::set<uint32_t>& dead, CheckCounts& c) {
-  VerbsDataPath path(rr, dead);
+                           uint32_t me, uint32_t lanes, const Excluded& skip, CheckCounts& c) {
+  VerbsDataPath path(rr, skip);
   OneSidedCheck oc(path.lanes(), path, me);
   const Problem prepared = oc.prepare();
   int ok = prepared.empty() ? 1 : 0, all = 0;
@@ -330,11 +331,12 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   if (!w.error.empty()) rep.check.problem("rank " + std::to_string(wr) + ": " + w.error), ++rep.check.errors;
   if (odr) odr->report(rep);
   if (o.verify) {
-    qpn_exchange(wu, live, world_of, uint32_t(wr), uint32_t(wn), lanes, rep.check);
-    if (Problem d = data_exchange(o, *rr, live, uint32_t(wr), dead, rep.check); !d.empty())
+    Excluded skip{dead, {}};
+    qpn_exchange(wu, live, world_of, uint32_t(wr), uint32_t(wn), lanes, rep.check, skip);
+    if (Problem d = data_exchange(o, *rr, live, uint32_t(wr), skip, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d), ++rep.check.errors;
     MPI_Barrier(live);  // the SEND check is over everywhere before the one-sided one starts
-    if (Problem d = one_sided_exchange(o, *rr, live, world_of, uint32_t(wr), lanes, dead, rep.check); !d.empty())
+    if (Problem d = one_sided_exchange(o, *rr, live, world_of, uint32_t(wr), lanes, skip, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": one-sided check: " + d), ++rep.check.errors;
     MPI_Barrier(live);  // nobody tears down while a peer still polls
   }

@@ -292,12 +292,13 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
   if (!w.error.empty()) rep.check.problem("rank " + std::to_string(wr) + ": " + w.error), ++rep.check.errors;
   if (odr) odr->report(rep);
   if (o.verify) {
-    qpn_exchange(s, wu, live, lanes, rep.check);
-    if (Problem d = data_exchange(o, *rr, s, live, dead, rep.check); !d.empty())
+    Excluded skip{dead, {}};
+    qpn_exchange(s, wu, live, lanes, rep.check, skip);
+    if (Problem d = data_exchange(o, *rr, s, live, skip, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": SEND check: " + d), ++rep.check.errors;
     if (Problem f = barrier(s, "sent", live); !f.empty())  // the SEND check is over everywhere
       rep.check.problem(f), ++rep.check.errors;
-    if (Problem d = one_sided_exchange(o, *rr, s, live, dead, rep.check); !d.empty())
+    if (Problem d = one_sided_exchange(o, *rr, s, live, skip, rep.check); !d.empty())
       rep.check.problem("rank " + std::to_string(wr) + ": one-sided check: " + d), ++rep.check.errors;
     if (Problem f = barrier(s, "one_sided", live); !f.empty())  // nobody tears down while a peer still polls
       rep.check.problem(f), ++rep.check.errors;

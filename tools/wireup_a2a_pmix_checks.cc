@@ -32,11 +32,11 @@ std::vector<uint32_t> numbers(const std::string& text) {
 // The QPN cross-check: each live rank publishes what it recorded per (peer, lane), then reads
 // what every other live rank recorded about it.
 void qpn_exchange(bootstrap::PmixSession& s, wireup::Wireup& e, const std::vector<uint32_t>& live, uint32_t lanes,
-                  CheckCounts& c) {
+                  CheckCounts& c, Excluded& x) {
   const uint32_t n = s.size(), me = s.rank();
   std::vector<QpnPair> table(size_t(n) * lanes);
   for (const wireup_result_t& r : e.results())
-    if (r.peer < n && r.lane < lanes) table[size_t(r.peer) * lanes + r.lane] = {r.local_qpn, r.remote_qpn};
+    if (r.peer < n && r.lane < lanes) table[size_t(r.peer) * lanes + r.lane] = recorded(r);
   std::string mine;
   for (const QpnPair& q : table) mine += std::to_string(q.local) + " " + std::to_string(q.remote) + " ";
   auto all = exchange(s, "a2a.qpns", mine, live);
@@ -54,7 +54,8 @@ void qpn_exchange(bootstrap::PmixSession& s, wireup::Wireup& e, const std::vecto
     }
     for (uint32_t l = 0; l < lanes; ++l) {
       const size_t i = (size_t(me) * lanes + l) * 2;
-      cross_check(me, peer, l, table[size_t(peer) * lanes + l], QpnPair{v[i], v[i + 1]}, c);
+      if (cross_check(me, peer, l, table[size_t(peer) * lanes + l], QpnPair{v[i], v[i + 1]}, c))
+        x.lanes.insert({peer, l});
     }
   }
 }
@@ -62,8 +63,8 @@ void qpn_exchange(bootstrap::PmixSession& s, wireup::Wireup& e, const std::vecto
 // The SEND both ways: receives everywhere, a fence so no SEND finds its receiver unready,
 // then the SENDs, then every completion or the deadline.
 Problem data_exchange(const Options& o, RdmaRank& rr, bootstrap::PmixSession& s, const std::vector<uint32_t>& live,
-                      const std::set<uint32_t>& dead, CheckCounts& c) {
-  VerbsDataPath path(rr, dead);
+                      const Excluded& skip, CheckCounts& c) {
+  VerbsDataPath path(rr, skip);
   DataCheck dc(path.lanes(), path, s.rank());
   const Problem posted = dc.post_recvs();
   if (!all_ok(s, "recvs", posted, live)) return posted;  // "" when another rank could not: it says why
@@ -75,8 +76,8 @@ Problem data_exchange(const Options& o, RdmaRank& rr, bootstrap::PmixSession& s,
 // "peer lane addr rkey" lines, reads what every peer published for it, posts and polls; after
 // a fence (every WRITE completed, so landed) it looks for the peers' WRITEs.
 Problem one_sided_exchange(const Options& o, RdmaRank& rr, bootstrap::PmixSession& s, const std::vector<uint32_t>& live,
-                           const std::set<uint32_t>& dead, CheckCounts& c) {
-  VerbsDataPath path(rr, dead);
+                           const Excluded& skip, CheckCounts& c) {
+  VerbsDataPath path(rr, skip);
   OneSidedCheck oc(path.lanes(), path, s.rank());
   const Problem prepared = oc.prepare();
   if (!all_ok(s, "one_sided", prepared, live)) return prepared;

@@ -56,11 +56,24 @@ class RdmaRank {
   std::optional<wireup::Wireup> w_;  // last: destroyed first, before the QPs it used
 };
 
-// The checks' verbs (SEND, RDMA WRITE and READ) on a rank's established QPs, its PD and CQ; peers in `skip` (dead
-// ranks) take no part.
+// The lanes the data checks leave out: every lane of a dead rank, and the lanes lost since they
+// connected on either end (the QPN exchange learns the other end's: kLostBit).
+struct Excluded {
+  std::set<uint32_t> ranks;
+  std::set<std::pair<uint32_t, uint32_t>> lanes;  // (peer, lane)
+  bool has(uint32_t peer, uint32_t lane) const { return ranks.count(peer) != 0 || lanes.count({peer, lane}) != 0; }
+};
+
+// Whether result `r` is gone since it was handed over (a library without the field: never).
+inline bool lost(const wireup_result_t& r) { return WIREUP_HAS_FIELD(&r, lost) && r.lost != 0; }
+// What this rank recorded about result `r` for the QPN cross-check (kLostBit on a lost one).
+inline QpnPair recorded(const wireup_result_t& r) { return {r.local_qpn | (lost(r) ? kLostBit : 0), r.remote_qpn}; }
+
+// The checks' verbs (SEND, RDMA WRITE and READ) on a rank's established QPs, its PD and CQ; the
+// lanes `skip` has and the lanes lost on this side take no part.
 class VerbsDataPath : public DataPath {
  public:
-  VerbsDataPath(RdmaRank& rr, const std::set<uint32_t>& skip);
+  VerbsDataPath(RdmaRank& rr, const Excluded& skip);
   ~VerbsDataPath() override;
   VerbsDataPath(const VerbsDataPath&) = delete;
   VerbsDataPath& operator=(const VerbsDataPath&) = delete;

@@ -45,6 +45,8 @@ std::string serialize(const RankReport& r) {
   o << "rank " << r.rank << "\n";
   if (!r.device.empty()) o << "device " << r.device << "\n";
   for (auto& [k, v] : r.lanes_by_rail) o << "rl " << k << " " << v << "\n";
+  for (auto& [k, v] : r.lost_by_rail) o << "rlx " << k << " " << v << "\n";
+  if (r.lost_after) o << "la " << r.lost_after << "\n";
   for (auto& [k, t] : r.rails)
     o << "rail " << k << " " << t.connects_started << " " << t.retries << " " << t.established << " "
       << t.rejects_received << " " << t.connect_peak << " " << t.qp_peak_active << " " << t.qp_peak_passive << "\n";
@@ -109,6 +111,12 @@ Expected<RankReport> deserialize(std::string_view text) {
       std::string k;
       uint64_t v;
       ok = bool(l >> k >> v) && (r.lanes_by_rail[k] = v, true);
+    } else if (tag == "rlx") {
+      std::string k;
+      uint64_t v;
+      ok = bool(l >> k >> v) && (r.lost_by_rail[k] = v, true);
+    } else if (tag == "la") {
+      ok = bool(l >> r.lost_after);
     } else if (tag == "rail") {
       uint32_t k;
       RailTally t;

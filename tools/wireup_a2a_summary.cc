@@ -119,6 +119,8 @@ Summary summarize(const JobInfo& job, const std::vector<RankReport>& reports) {
   for (const RankReport& r : reports) {
     if (!r.device.empty()) devices.insert(r.device);
     for (auto& [k, v] : r.lanes_by_rail) s.lanes_by_rail[k] += v;
+    for (auto& [k, v] : r.lost_by_rail) s.lost_by_rail[k] += v;
+    s.lost_after += r.lost_after;
     for (auto& [k, t] : r.rails) {
       RailTally& m = s.rails[k];
       m.connects_started += t.connects_started;
@@ -193,6 +195,7 @@ std::string human(const Summary& s) {
        (s.device.empty() ? "-" : s.device) + "\n";
   o += "connections  " + std::to_string(s.connections) + " of " + std::to_string(s.planned) + " established, " +
        std::to_string(s.failed) + " failed";
+  if (s.lost_after) o += " (" + std::to_string(s.lost_after) + " of them lost after they connected)";
   if (s.lost) o += ", " + std::to_string(s.lost) + " lost with a dead rank";
   o += "\n";
   o += "wall time    " + fmt("%.3f s", s.job.wall_s) + "   " + fmt("%.1f connections/s", s.conn_per_s) +
@@ -203,7 +206,9 @@ std::string human(const Summary& s) {
     o += "rails       ";
     for (auto& [k, v] : s.lanes_by_rail) {
       const size_t colon = k.find(':');
-      o += " rail " + k.substr(0, colon) + " (" + k.substr(colon + 1) + ") " + std::to_string(v) + " endpoints;";
+      o += " rail " + k.substr(0, colon) + " (" + k.substr(colon + 1) + ") " + std::to_string(v) + " endpoints";
+      if (auto l = s.lost_by_rail.find(k); l != s.lost_by_rail.end()) o += " (" + std::to_string(l->second) + " lost since)";
+      o += ";";
     }
     o.back() = '\n';
   }
@@ -301,6 +306,8 @@ std::string to_json(const Summary& s) {
   o["mode"] = s.job.mode;
   o["device"] = s.device;
   o["lanes_by_rail"] = json_counts(s.lanes_by_rail);
+  o["lost_by_rail"] = json_counts(s.lost_by_rail);
+  o["lost_after"] = s.lost_after;
   // Per rail: counts over the ranks, window peaks the most one rank reached (each rail has its
   // own windows).
   nlohmann::ordered_json rails = nlohmann::ordered_json::array();

@@ -64,9 +64,9 @@ std::string errno_text(const char* call, int err) { return std::string(call) + "
 
 }  // namespace
 
-VerbsDataPath::VerbsDataPath(RdmaRank& rr, const std::set<uint32_t>& skip) : rr_(rr) {
+VerbsDataPath::VerbsDataPath(RdmaRank& rr, const Excluded& skip) : rr_(rr) {
   for (const wireup_result_t& r : rr.wireup().results())
-    if (r.qp != nullptr && !skip.count(r.peer)) {
+    if (r.qp != nullptr && !lost(r) && !skip.has(r.peer, r.lane)) {
       lanes_.push_back(DataLane{r.peer, r.lane, r.local_qpn, r.active != 0});
       qps_.push_back(r.qp);
       rail_.push_back(WIREUP_HAS_FIELD(&r, rail) ? r.rail : 0);
@@ -224,10 +224,16 @@ RankReport make_report(uint32_t rank, RdmaRank& rr, double wireup_s, const std::
   const std::vector<wireup_peer_error_t> errors = w.errors();
   for (const wireup_result_t& c : results) {
     if (r.device.empty() && c.device != nullptr) r.device = c.device;
-    if (c.device != nullptr) ++r.lanes_by_rail[std::to_string(WIREUP_HAS_FIELD(&c, rail) ? c.rail : 0) + ":" + c.device];
+    const std::string rail = std::to_string(WIREUP_HAS_FIELD(&c, rail) ? c.rail : 0) + ":" + (c.device ? c.device : "?");
+    if (c.device != nullptr) ++r.lanes_by_rail[rail];
     if (dead.count(c.peer)) {
       ++r.lost;
       r.errors_by_peer[c.peer][rr.disconnected().count({c.peer, c.lane}) ? "disconnected" : "lost"]++;
+    } else if (lost(c)) {
+      // Gone since it connected (its rail removed, say): not a connection of the job any more.
+      ++r.lost_by_rail[rail];
+      r.errors_by_peer[c.peer][std::string("lost:") + wireup_error_kind_name(c.lost)]++;
+      if (c.active) ++r.lost_after;
     } else if (c.active) {
       ++r.active_to_live;
     }

@@ -32,55 +32,8 @@ typedef enum wireup_ece_outcome {
 /* The text of an outcome ("negotiated"); "unknown" for a value not listed. Never NULL. */
 const char* wireup_ece_outcome_name(wireup_ece_outcome_t outcome);
 
-typedef struct wireup_result {
-  uint32_t struct_size;       /* the caller's sizeof: WIREUP_STRUCT_INIT */
-  uint32_t peer;
-  uint32_t lane;
-  int active;                 /* 1: this side initiated */
-  struct ibv_qp* qp;          /* the transport's QP, now at RTS */
-  uint32_t local_qpn;
-  uint32_t remote_qpn;        /* the peer's QP this one is connected to */
-  uint32_t attempts;          /* attempts it took (1 = the first) */
-  uint32_t ece_local_vendor, ece_local_options;    /* ECE of this device (0 = none) */
-  uint32_t ece_remote_vendor, ece_remote_options;  /* what the peer sent */
-  uint32_t ece_accepted;      /* options in force on the QP */
-  wireup_ece_outcome_t ece_outcome;
-  const char* device;         /* device name */
-  /* Phases of the successful attempt, in ns; 0 where a phase does not apply to the role
-   * (the passive side does not resolve and does not wait for a REP). */
-  uint64_t resolve_addr_ns, resolve_route_ns, qp_create_ns, req_to_rep_ns, rtr_rts_ns, establish_ns;
-  uint64_t attempt_ns;        /* start of the successful attempt -> established */
-  /* What the QP was given on its way to RTS (from the CM's attributes and the configuration):
-   * IBV_ACCESS_* flags, enum ibv_mtu, READ/atomic depths as initiator (max_rd_atomic) and as
-   * target (max_dest_rd_atomic), the local ACK timeout exponent and the retry counts. */
-  uint32_t qp_access_flags;
-  uint8_t qp_path_mtu, qp_max_rd_atomic, qp_max_dest_rd_atomic, qp_timeout;
-  uint8_t qp_retry_cnt, qp_rnr_retry, qp_min_rnr_timer;
-  /* The local rail the connection runs on (its device is wireup_context_rail_ibv_context of
-   * it); 0 with one rail. */
-  uint32_t rail;
-} wireup_result_t;
-
-/* Number of results: one per (peer, lane) handed over so far, in the order the lanes were first
- * handed over (grows during progress, never shrinks); 0 if w is NULL.
- * A (peer, lane) owns one result index for the handle's life. In bulk each lane connects once,
- * so its result keeps its QP for good. On demand, a lane that was closed (LANE_CLOSED) or given
- * up and connects again gets its new connection at the same index: the READY lane event names
- * it, and from then on the result there is the new connection (its QP, QPNs, attempts,
- * timings). The closed connection's QP was the transport's since its LANE_CLOSED; keep the
- * pointer from its READY to destroy it. So the table holds at most one result per lane ever
- * used, however often lanes connect and disconnect. */
-size_t wireup_result_count(const wireup_t* w);
-
-/* Copies result `i` (0 <= i < count) into *out (its struct_size set: WIREUP_STRUCT_INIT): the
- * lane's latest connection handed over (a closed lane's: the one it had). Its strings stay
- * valid until wireup_destroy.
- * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL, i out of range, out->struct_size);
- * WIREUP_ERR_INVALID_STATE (on demand, called from a callback inside wireup_progress() while
- * the lane's next connection has been made and not yet handed over: read it from the READY). */
-wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* out);
-
-/* Why a (peer, lane) was given up on (wireup_peer_error_t.kind, the "failures" tally). */
+/* Why a (peer, lane) was given up on (wireup_peer_error_t.kind, the "failures" tally), or why a
+ * connection handed over is gone (wireup_result_t.lost). */
 typedef enum wireup_error_kind {
   WIREUP_ERROR_REJECTED = 1,       /* "rejected": the peer refused (a CM REJ): reject_reason is
                                       the IB reason, peer_reason wireup's own when it sent one */
@@ -109,6 +62,62 @@ typedef enum wireup_error_kind {
 
 /* The text of a kind ("rejected"); "unknown" for a value not listed. Never NULL. */
 const char* wireup_error_kind_name(wireup_error_kind_t kind);
+
+typedef struct wireup_result {
+  uint32_t struct_size;       /* the caller's sizeof: WIREUP_STRUCT_INIT */
+  uint32_t peer;
+  uint32_t lane;
+  int active;                 /* 1: this side initiated */
+  struct ibv_qp* qp;          /* the transport's QP, now at RTS */
+  uint32_t local_qpn;
+  uint32_t remote_qpn;        /* the peer's QP this one is connected to */
+  uint32_t attempts;          /* attempts it took (1 = the first) */
+  uint32_t ece_local_vendor, ece_local_options;    /* ECE of this device (0 = none) */
+  uint32_t ece_remote_vendor, ece_remote_options;  /* what the peer sent */
+  uint32_t ece_accepted;      /* options in force on the QP */
+  wireup_ece_outcome_t ece_outcome;
+  const char* device;         /* device name */
+  /* Phases of the successful attempt, in ns; 0 where a phase does not apply to the role
+   * (the passive side does not resolve and does not wait for a REP). */
+  uint64_t resolve_addr_ns, resolve_route_ns, qp_create_ns, req_to_rep_ns, rtr_rts_ns, establish_ns;
+  uint64_t attempt_ns;        /* start of the successful attempt -> established */
+  /* What the QP was given on its way to RTS (from the CM's attributes and the configuration):
+   * IBV_ACCESS_* flags, enum ibv_mtu, READ/atomic depths as initiator (max_rd_atomic) and as
+   * target (max_dest_rd_atomic), the local ACK timeout exponent and the retry counts. */
+  uint32_t qp_access_flags;
+  uint8_t qp_path_mtu, qp_max_rd_atomic, qp_max_dest_rd_atomic, qp_timeout;
+  uint8_t qp_retry_cnt, qp_rnr_retry, qp_min_rnr_timer;
+  /* The local rail the connection runs on (its device is wireup_context_rail_ibv_context of
+   * it); 0 with one rail. */
+  uint32_t rail;
+  /* 0 while the connection stands as far as wireup knows. Else why it is gone since it was
+   * handed over, as the wireup_event_t of that moment said: WIREUP_ERROR_DEVICE_REMOVAL (its
+   * device, or its rail of several, was removed: the lanes on other rails stand),
+   * WIREUP_ERROR_DISCONNECTED (in bulk, the peer or the CM disconnected it; on demand a lane
+   * ends with its LANE_CLOSED event instead), WIREUP_ERROR_RTU_LOST (the peer never got this
+   * side's last message). The QP is still the transport's (in the error state): destroy it
+   * as any other. Check WIREUP_HAS_FIELD(r, lost) before reading it. */
+  wireup_error_kind_t lost;
+} wireup_result_t;
+
+/* Number of results: one per (peer, lane) handed over so far, in the order the lanes were first
+ * handed over (grows during progress, never shrinks); 0 if w is NULL.
+ * A (peer, lane) owns one result index for the handle's life. In bulk each lane connects once,
+ * so its result keeps its QP for good. On demand, a lane that was closed (LANE_CLOSED) or given
+ * up and connects again gets its new connection at the same index: the READY lane event names
+ * it, and from then on the result there is the new connection (its QP, QPNs, attempts,
+ * timings). The closed connection's QP was the transport's since its LANE_CLOSED; keep the
+ * pointer from its READY to destroy it. So the table holds at most one result per lane ever
+ * used, however often lanes connect and disconnect. */
+size_t wireup_result_count(const wireup_t* w);
+
+/* Copies result `i` (0 <= i < count) into *out (its struct_size set: WIREUP_STRUCT_INIT): the
+ * lane's latest connection handed over (a closed lane's: the one it had; a lost one's, with
+ * `lost` saying why). Its strings stay valid until wireup_destroy.
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL, i out of range, out->struct_size);
+ * WIREUP_ERR_INVALID_STATE (on demand, called from a callback inside wireup_progress() while
+ * the lane's next connection has been made and not yet handed over: read it from the READY). */
+wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* out);
 
 /* Why the peer's wireup refused a request: the reason in its REJ's private data (IB reject
  * reason 28, consumer). Each is wireup's own; a transport reacts to the few that concern it

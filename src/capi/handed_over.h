@@ -61,7 +61,8 @@ class HandedOver {
                       // it was (nothing holds its QP in the engine: the transport's)
     connected_again,  // the lane's next connection took the slot and is handed over when the
                       // wireup_progress() under way returns (seen only from its callbacks)
-    lost,             // anything else: a bug (a result handed over is never withdrawn)
+    lost,             // anything else: a bug (a result handed over is never withdrawn; one
+                      // whose connection went is marked ConnResult::lost and stays `same`)
   };
   static Standing standing(const ConnResult& r, const prov::Qp* qp, const Entry& e);
   // "rank P lane L qpn 0x..", for messages.

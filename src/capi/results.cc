@@ -142,6 +142,7 @@ wireup_status_t wireup_result_get(const wireup_t* w, size_t i, wireup_result_t* 
     x.qp_rnr_retry = link.qp.rnr_retry;
     x.qp_min_rnr_timer = link.qp.min_rnr_timer;
     x.rail = link.rail;
+    x.lost = r.lost == cm::FailKind::none ? wireup_error_kind_t(0) : capi::to_public(r.lost);
     // The same phase boundaries as the stats (one function cuts both), so they add up.
     const auto d = phase_spans(r.timings.get(), r.role, cm::kUnset);
     x.resolve_addr_ns = ns(d, Phase::resolve_addr);

@@ -131,11 +131,15 @@ void Engine::remove_established(Pair& p) {
   auto* e = p.as<Established>();
   if (e == nullptr || !e->id) return;
   ++stats_[Counter::device_removals];
+  const bool transports = !e->qp || records_.handed_over(e->result);
   WIREUP_LOG(error, "rank %u: DEVICE_REMOVAL on the connection to rank %u lane %u%s", opt().rank, p.peer, p.lane,
-             e->qp ? " (its QP, never taken, is destroyed)" : " (the transport holds its QP)");
+             transports ? " (the transport holds its QP)" : " (its QP, never taken, is destroyed)");
   // Never handed over: taken back, like a repaired lane (marked withdrawn, its QP pointer
-  // would dangle). A QP the transport holds stays its own (in ERR now); the event told it.
-  if (e->qp) records_.withdraw(e->result);
+  // would dangle). A QP the transport holds stays its own (in ERR now); the event told it,
+  // and its result stays, marked lost (the C API's wrapper of it is disarmed: burying it
+  // below destroys nothing of the transport's).
+  if (transports) records_.mark_lost(e->result, cm::FailKind::device_removal);
+  else records_.withdraw(e->result);
   const prov::Device* dev = e->id->device();
   removed_.push_back(Removed{std::move(e->id), std::move(e->qp)});
   // One rail of several: only the connections on it are lost (each reported by its own event).

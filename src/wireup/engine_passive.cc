@@ -72,6 +72,9 @@ void Engine::answer_steady(prov::CmEvent& ev) {
     // Answer the DREQ so the peer's DISCONNECTED does not wait for its DREQ timeout.
     (void)e->id->disconnect();
   }
+  // In bulk the peer's DREQ ends the connection for good (on demand the lane closes instead,
+  // and its LANE_CLOSED says so).
+  if (dropped && !opt().on_demand) records_.mark_lost(e->result, cm::FailKind::disconnected);
   records_.report(SteadyEvent{p->peer, p->lane, ev.type, ev.status, false, SteadyEvent::Scope::connection});
   if (dropped) lane_dropped(*p);
   if (ev.type == CmEventType::device_removal) return remove_established(*p);

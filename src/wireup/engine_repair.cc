@@ -175,6 +175,7 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
         ++stats_[Counter::disconnects];
         (void)e->id->disconnect();  // the peer's CM answers our DREQ: the CM side ends cleanly
       }
+      if (e != nullptr) records_.mark_lost(e->result, cm::FailKind::rtu_lost);
       records_.report(SteadyEvent{p->peer, p->lane, prov::CmEventType::disconnected, -ECONNRESET, true, SteadyEvent::Scope::connection});
       return;
   }

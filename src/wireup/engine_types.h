@@ -136,6 +136,11 @@ struct ConnResult {
                                 // removed before the transport took the QP); no QP
   bool handed_over = false;     // the transport was given it (Engine::hand_over): never taken
                                 // back for a repair, and a close leaves it a connection
+  // Gone since it was made, as the steady event that told the transport said: its device (or
+  // rail) removed, the peer's DREQ in bulk, the peer's RTU-lost notice; none while it stands.
+  // Kept apart from `withdrawn`: a connection handed over stays the transport's record (and
+  // QP) after it is lost, so its index and QP pointer stay readable for the teardown.
+  cm::FailKind lost = cm::FailKind::none;
 };
 static_assert(sizeof(ConnResult) == 96, "a ConnResult grew");
 

@@ -50,6 +50,11 @@ class Records {
   // that connection: the pair's next one, written over the slot, starts not handed over.
   void hand_over(uint32_t result) { results_.at(result).handed_over = true; }
   bool handed_over(uint32_t result) const { return results_.at(result).handed_over; }
+  // The connection in slot `result` is gone (ConnResult::lost); the first cause stays.
+  void mark_lost(uint32_t result, cm::FailKind why) {
+    ConnResult& r = results_.at(result);
+    if (r.lost == cm::FailKind::none) r.lost = why;
+  }
   // Records why pair `pair` was given up in its error slot (given now if it has none).
   uint32_t put_error(uint32_t pair, PeerError e);
 

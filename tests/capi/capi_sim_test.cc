@@ -373,6 +373,48 @@ TEST(CapiSim, ALaneLostAfterWireupEndedIsReported) {
   expect_lane_lost_and_reported(job);
 }
 
+// Rank 0's device goes after its results were handed over (a bulk wireup, then an HCA
+// removed): each connection's DEVICE_REMOVAL reaches the transport as an event, and every
+// result stays readable at its index, with its QP (the transport's, to destroy) and `lost`
+// saying why. Before results kept their QP this way, wireup_result_get called such a result
+// INTERNAL ("no longer that connection in the engine") and the C++ wrapper threw.
+TEST(CapiSim, ADeviceRemovedAfterHandOverLeavesEachResultReadableAndMarkedLost) {
+  SimJob job(3, 3, prov::sim::SimConfig{}, {});
+  ASSERT_NO_FATAL_FAILURE(job.start(2));
+  Status s = job.run(300s);
+  ASSERT_TRUE(s) << s.message();
+  ASSERT_EQ(wireup_result_count(job.w(0)), 4u);
+  job.fabric().remove_device(0, 0, job.fabric().now() + 1ms);
+  auto removals = [&] {
+    size_t n = 0;
+    for (const Event& e : job.t(0).events) n += e.type == WIREUP_EVENT_DEVICE_REMOVAL && e.peer != WIREUP_EVENT_PEER_LISTENER;
+    return n;
+  };
+  s = job.run(60s, false, [&] { return removals() >= 4; });
+  ASSERT_TRUE(s) << s.message() << " (" << removals() << " DEVICE_REMOVAL events on rank 0)";
+  for (size_t i = 0; i < wireup_result_count(job.w(0)); ++i) {
+    wireup_result_t r;
+    WIREUP_STRUCT_INIT(&r);
+    ASSERT_EQ(wireup_result_get(job.w(0), i, &r), WIREUP_OK) << "result " << i << ": " << wireup_last_error(job.w(0));
+    EXPECT_TRUE(WIREUP_HAS_FIELD(&r, lost));
+    EXPECT_EQ(r.lost, WIREUP_ERROR_DEVICE_REMOVAL) << "result " << i;
+    EXPECT_EQ(job.t(0).given.count(seam_qp(r.qp)), 1u) << "result " << i << ": the QP handed over, still there";
+  }
+  // The peers' results with rank 0 may still stand (nothing told them yet); theirs with each
+  // other do.
+  for (uint32_t rk : {1u, 2u})
+    for (size_t i = 0; i < wireup_result_count(job.w(rk)); ++i) {
+      wireup_result_t r;
+      WIREUP_STRUCT_INIT(&r);
+      ASSERT_EQ(wireup_result_get(job.w(rk), i, &r), WIREUP_OK) << wireup_last_error(job.w(rk));
+      if (r.peer != 0) {
+        EXPECT_EQ(r.lost, 0) << "rank " << rk << " result " << i;
+      }
+    }
+  job.teardown();
+  for (uint32_t r = 0; r < 3; ++r) expect_clean(job.t(r), ("rank " + std::to_string(r)).c_str());
+}
+
 // A factory that hands over a QP it already moved to INIT: named, and the QP handed back.
 TEST(CapiSim, AQpNotFreshFromTheFactoryIsNamedAndHandedBack) {
   SimJob job(2, 2, prov::sim::SimConfig{}, {"engine.max_attempts=2", "engine.wireup_timeout_ms=5000"});
