@@ -39,6 +39,9 @@ bool cross_check(uint32_t me, uint32_t peer, uint32_t lane, QpnPair mine, QpnPai
                            std::to_string(lane);
   if (!here && !there) return lost;  // a failed connection: reported by the engines, not a mismatch
   if (here != there) {
+    // Lost since it connected on the end that has it, given up on the other: the lane went
+    // with its rail before this end settled it (the engine reports both), not a half-open one.
+    if (lost) return lost;
     if (counts) {
       ++c.half_open;
       c.problem(what + ": established on rank " + std::to_string(here ? me : peer) + " only");

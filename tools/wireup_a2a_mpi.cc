@@ -347,7 +347,7 @@ int run_mpi(const Options& o, int& argc, char**& argv) {
   if (o.hold_s > 0) std::this_thread::sleep_for(std::chrono::seconds(o.hold_s));  // QPs at RTS meanwhile
   rr->close();  // disconnect (up to 2 s), then our QPs, CQ and PD
   rr.reset();   // the context last
-  trigger.finish(30);
+  trigger.finish(kRunWaitS);
   if (!dead.empty()) _exit(status);  // MPI_Finalize would wait for the dead rank
   MPI_Comm_free(&live);
   MPI_Finalize();

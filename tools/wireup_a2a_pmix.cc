@@ -316,7 +316,7 @@ int run_pmix(const Options& o, std::unique_ptr<bootstrap::PmixSession> session) 
   dw.pmix.reset();  // the handler goes before the session
   rr->close();      // disconnect (up to 2 s), then our QPs, CQ and PD
   rr.reset();       // the context last
-  trigger.finish(30);
+  trigger.finish(kRunWaitS);
   if (!dead.empty()) _exit(status);  // PMIx_Finalize may wait for the dead rank
   return status;
 }

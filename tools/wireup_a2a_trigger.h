@@ -2,9 +2,11 @@
 // command in the middle of its wireup, once K of its connections are established (say, `rdma
 // link delete rxe1` to take a rail away while lanes are still connecting). The command runs
 // under /bin/sh -c beside the rank, which keeps progressing meanwhile. On rxe, `rdma link
-// delete` waits in the kernel (ib_uverbs_remove_one: rxe cannot disassociate a context) until
-// every process has closed the device, so the rdma_cm's DEVICE_REMOVAL comes only after the
-// ranks' close, never mid-wireup: measured in the VM, 2026-12-05.
+// delete` reaches the ranks mid-wireup (the rdma_cm's DEVICE_REMOVAL on every id of the
+// device, ~40 connections after it started under TCG), but the command itself returns only
+// once every process has closed the device (ib_uverbs_remove_one: rxe cannot disassociate a
+// context), i.e. after the ranks exit: measured in the VM, 2026-12-05. So the wait after the
+// close is short, and the command is left to finish after us.
 #pragma once
 
 #include <sys/types.h>
@@ -15,6 +17,9 @@
 #include "wireup_a2a.h"
 
 namespace wireup::a2a {
+
+// How long a rank waits for its command after its close (it then leaves it to init).
+inline constexpr double kRunWaitS = 5;
 
 class ConnTrigger {
  public:

@@ -89,7 +89,8 @@ Engine::StartStep Engine::start_next(uint32_t rail, Nanos t) {
   // loop has started before it.
   if (p->first_start == cm::kUnset) p->first_start = c ? (*c)->timings().start : t;
   if (!c) {
-    fail_pair(*p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()});
+    // On `rail`: a start refused because its device is going away (ENODEV) loses that rail.
+    fail_pair(*p, cm::Failure{cm::FailKind::local_error, 0, {}, c.error()}, rail);
     return StartStep::started;
   }
   (void)admission_.try_acquire_connect(rail);  // room checked above
@@ -204,7 +205,7 @@ void Engine::establish(Pair& p) {
     pairs_.become(p, std::move(w));
     cm::Failure f{cm::FailKind::local_error, 0, {}, m.error()};
     f.after_peer_established = p.role == cm::Role::passive;  // the active side has its lane
-    return fail_pair(p, f);
+    return fail_pair(p, f, rail);
   }
   if (p.role == cm::Role::active) {
     ++stats_[Counter::established_active];
@@ -241,7 +242,9 @@ void Engine::settle_failure(Pair& p) {
   const cm::Connection& c = *cs.conn;
   cm::Failure f = failure_of(c);
   if (f.kind == cm::FailKind::rejected) ++stats_.rail(cs.rail).rejects_received;
-  std::optional<uint32_t> rail;
+  // The id's device says the rail; an id whose device is gone already says nothing, and the
+  // attempt's own rail stands in (a removal must not be taken for the whole device's).
+  std::optional<uint32_t> rail = cs.rail;
   if (c.id() != nullptr && c.id()->device() != nullptr) rail = rails_.rail_of(c.id()->device());
   abandon_attempt(p);
   fail_pair(p, f, rail);
