@@ -8,6 +8,9 @@
 #                                                 (conformance.rdma: connect, ECE, reject, data
 #                                                 plane; engine.rdma; capi.rdma) built alone and
 #                                                 run in one boot; the MPI jobs stay in --vm
+#   scripts/sanitize.sh --build-only              builds what the unit run and --vm-ci need, runs
+#                                                 nothing (scripts/test.sh starts it niced beside
+#                                                 the VM suites, which leave a core idle)
 # Env: ASAN_BUILD_DIR (default ./build-asan), WIREUP_JOBS (default nproc), ASAN_VM_MEM (guest MB for --vm, default 6144); ASAN_OPTIONS,
 # UBSAN_OPTIONS, LSAN_OPTIONS are added to the defaults below (later options win).
 #
@@ -20,7 +23,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 B=${ASAN_BUILD_DIR:-$ROOT/build-asan}
-vm=0 vm_ci=0
+vm=0 vm_ci=0 build_only=0
+if [ "${1:-}" = --build-only ]; then build_only=1; shift; fi
 if [ "${1:-}" = --vm ]; then vm=1; shift; fi
 if [ "${1:-}" = --vm-ci ]; then vm=1 vm_ci=1; shift; fi
 # The real provider's suites: every verbs and rdma_cm call wireup makes, through the
@@ -157,6 +161,11 @@ echo "sanitize.sh: building ${targets[*]}"
 cmake --build "$B" -j "$JOBS" --target "${targets[@]}"
 t1=$(date +%s)
 echo "sanitize.sh: configure + build took $((t1 - t0)) s"
+if ((build_only)); then
+  cmake --build "$B" -j "$JOBS" --target "${VM_CI_TARGETS[@]}"
+  echo "sanitize.sh: --build-only: the unit and VM CI targets built in $(($(date +%s) - t0)) s"
+  exit 0
+fi
 
 # Every unit test must now have its executable; a missing one would show as "Not Run".
 missing=$(ctest --test-dir "$B" -L unit --show-only=json-v1 | jq -r '.tests[] | select(.command == null) | .name')
