@@ -193,5 +193,53 @@ TEST(RailsSim, ARailLostDuringWireupMovesItsUnsettledLanes) {
   }
 }
 
+// Rail 1's device removed on every node after the wireup, every result handed over as the C API
+// does: each connection on rail 1 is reported by its own DEVICE_REMOVAL and its result stays,
+// marked lost; rail 0's connections stand, nothing is given up, and the engines keep rail 0.
+TEST(RailsSim, ARailRemovedAfterWireupLosesOnlyItsLanes) {
+  RailsJob j(4, 4, 17);
+  auto& job = j.job;
+  ASSERT_TRUE(job) << job.error().message();
+  ASSERT_TRUE(drive(j.f, *job, 120s));
+  std::vector<std::map<uint32_t, size_t>> removals(4);  // rank -> rail -> DEVICE_REMOVAL events
+  for (uint32_t i = 0; i < 4; ++i) {
+    Engine& e = *job->ranks[i].engine;
+    for (uint32_t r = 0; r < e.results().size(); ++r) e.hand_over(r);
+    e.on_steady_event([&removals, i, ep = &e](const SteadyEvent& ev) {
+      if (ev.type != prov::CmEventType::device_removal || ev.scope != SteadyEvent::Scope::connection) return;
+      for (const ConnResult& c : ep->results())
+        if (c.peer == ev.peer && c.lane == ev.lane) ++removals[i][ep->link(c).rail];
+    });
+  }
+  const Nanos at = j.f.fabric().clock().now() + 1ms;
+  for (uint32_t n = 0; n < 4; ++n) j.f.fabric().remove_device(n, 1, at);
+  auto reported = [&] {
+    for (uint32_t i = 0; i < 4; ++i)
+      if (removals[i][1] < 6) return false;
+    return true;
+  };
+  ASSERT_TRUE(run_until(j.f, *job, reported, 10s)) << "not every rail-1 connection reported";
+  for (uint32_t i = 0; i < 4; ++i) {
+    const Engine& e = *job->ranks[i].engine;
+    EXPECT_FALSE(e.device_lost()) << "rank " << i;
+    EXPECT_TRUE(e.errors().empty()) << "rank " << i << ": " << e.errors().front().describe();
+    EXPECT_EQ(removals[i][0], 0u) << "rank " << i << ": a rail-0 connection reported removed";
+    size_t standing = 0, lost = 0;
+    for (const ConnResult& c : e.results()) {
+      EXPECT_FALSE(c.withdrawn) << "rank " << i << ": a handed-over result withdrawn";
+      if (e.link(c).rail == 0) {
+        EXPECT_EQ(c.lost, cm::FailKind::none) << "rank " << i << " to " << c.peer << " lane " << c.lane;
+        ++standing;
+      } else {
+        EXPECT_EQ(c.lost, cm::FailKind::device_removal) << "rank " << i << " to " << c.peer << " lane " << c.lane;
+        ++lost;
+      }
+    }
+    EXPECT_EQ(standing, 6u) << "rank " << i;
+    EXPECT_EQ(lost, 6u) << "rank " << i;
+    EXPECT_EQ(removals[i][1], 6u) << "rank " << i << ": one event per rail-1 connection";
+  }
+}
+
 }  // namespace
 }  // namespace wireup::etest
