@@ -151,6 +151,21 @@ if [ "$fuzz_rc" != skip ]; then
 else
   printf '  %-22s %s\n' "fuzz" "skipped (TEST_FUZZ_SECONDS=0)"
 fi
+# CI keeps only the head and the tail of this output: the lines that say why a part failed go
+# last (a test's own "FAILED: ..." verdict, gtest's failures, ctest's failed names).
+why() {
+  local rc=$1 log=$2
+  [ "$rc" = skip ] || [ "$rc" = 0 ] || [ ! -f "$log" ] && return 0
+  echo "test.sh: why $(basename "$log" .log) failed:"
+  sed 's/\x1b\[[0-9;]*m//g' "$log" |
+    grep -E 'FAILED: |\*\*\*(Failed|Timeout|Exception)|^\[  FAILED  \]|Failure$|: error: |ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:' |
+    sort -u | head -25 | sed 's/^/  /' || true
+}
+why "$main_rc" "$BUILD_DIR/test-main.log"
+why "$twonode_rc" "$BUILD_DIR/test-twonode.log"
+why "$asan_rc" "$BUILD_DIR/test-sanitize.log"
+why "$asanvm_rc" "$BUILD_DIR/test-sanitize-vm.log"
+why "$fuzz_rc" "$BUILD_DIR/test-fuzz.log"
 for rc in "$main_rc" "$twonode_rc" "$asan_rc" "$asanvm_rc" "$fuzz_rc"; do
   [ "$rc" = skip ] || [ "$rc" = 0 ] || exit 1
 done
