@@ -43,6 +43,16 @@ void Engine::send_abandon(Pair& p) {
   retire(notices_.begin_try(key, now()));
   auto c = cm::Connection::start(prov_, *channels_.setup->channel, spec, this);
   if (!c) {
+    // Tried again within the pair's attempt budget: a start refused while a rail's device goes
+    // away (ENODEV from rdma_resolve_addr, seen in the VM with `rdma link delete rxe1` mid-
+    // wireup) is taken over by a rail left once the removal is read, and the peer, told, does
+    // not wait out its wireup timeout.
+    const uint32_t tries = notices_.find(key)->tries;
+    if (tries < opt().max_attempts) {
+      WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice could not start (try %u): %s; trying again",
+                 opt().rank, p.peer, p.lane, tries, c.error().message().c_str());
+      return notices_.retry_at(key, retries_.due_after(tries, now()));
+    }
     WIREUP_LOG(info, "rank %u: rank %u lane %u: the abandon notice could not start: %s", opt().rank, p.peer, p.lane,
                c.error().message().c_str());
     return retire(notices_.close(key));

@@ -277,11 +277,18 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f, std::optional<uint32_t> ra
         return give_up(p, f, PeerError::Cause::device_removed);
       if (p.role == cm::Role::passive) {
         pairs_.become(p, Waiting{std::make_unique<cm::Failure>(f)});
+        // Our REP may have reached the peer, which then holds the lane established and never
+        // retries it: ask it over a rail left, as for lost RTUs (repair.h), instead of waiting
+        // for the wireup deadline (seen in the VM: 60 s for one lane). A peer that never got
+        // the REP says so and retries on its own.
+        start_notice(p);
         return;
       }
       if (p.attempt < opt().max_attempts) {
         ++stats_[Counter::retries];
-        (void)retries_.schedule(pairs_.index(p), p.attempt, now());
+        const Nanos at = retries_.schedule(pairs_.index(p), p.attempt, now());
+        WIREUP_LOG(info, "rank %u lane %u attempt %u: rail %u lost (%s); the next attempt in %.1f ms takes rail %u",
+                   p.peer, p.lane, p.attempt, *rail, f.describe().c_str(), static_cast<double>((at - now()).count()) / 1e6, rail_for(p));
         return;
       }
       return give_up(p, f, PeerError::Cause::device_removed);

@@ -34,6 +34,9 @@ void Engine::start_notice(Pair& p) {
   if (n.tries == 0 && n.unreachable.after_peer_established)
     WIREUP_LOG(warn, "rank %u: %s: our side failed after the peer's RTU (%s); telling the peer", opt().rank,
                pair_name(p.peer, p.lane, n.attempt).c_str(), n.unreachable.error.message().c_str());
+  else if (n.tries == 0 && n.unreachable.kind == cm::FailKind::device_removal)
+    WIREUP_LOG(warn, "rank %u: %s: its rail's device went with our REP out (%s); asking the peer over a rail left",
+               opt().rank, pair_name(p.peer, p.lane, n.attempt).c_str(), n.unreachable.error.message().c_str());
   else if (n.tries == 0)
     WIREUP_LOG(warn, "rank %u: %s: our REP retries ran out (every REP or every RTU lost); asking the peer",
                opt().rank, pair_name(p.peer, p.lane, n.attempt).c_str());
@@ -166,6 +169,16 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
     case A::report_handed_over:
       // The lane is the transport's already (wireup ended, or it took the QP): tell it.
       ++stats_[Counter::repairs_refused];
+      // Unless it was told already: lost with our own device on that rail (the peer asks
+      // because its side went with the same removal, REP out).
+      if (e != nullptr && (records_.results()[e->result].lost != cm::FailKind::none ||
+                           records_.results()[e->result].withdrawn)) {
+        WIREUP_LOG(info, "rank %u: %s: the peer never got our RTU; the lane is gone here already (%s)", opt().rank,
+                   pair_name(p->peer, p->lane, p->attempt).c_str(),
+                   records_.results()[e->result].withdrawn ? "withdrawn with its device"
+                                                           : to_string(records_.results()[e->result].lost));
+        return;
+      }
       WIREUP_LOG(warn,
                  "rank %u: %s: the peer never got our RTU and the lane was already handed over: reported as "
                  "disconnected",

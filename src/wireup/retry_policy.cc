@@ -8,6 +8,19 @@
 
 namespace wireup {
 
+bool id_moved_by_kernel(const Error& e) {
+  // Linux drivers/infiniband/core/cma.c: rdma_resolve_route answers EINVAL unless the id is
+  // in ADDR_RESOLVED, rdma_connect_locked unless it is in ROUTE_RESOLVED, rdma_accept (which librdmacm's rdma_establish reaches through
+  // ucma_process_conn_resp) unless it is in CONNECT. Our own calls always come in those
+  // states; only the kernel moves an id out of them behind our back: a device removal
+  // (cma_process_remove -> cma_remove_id_dev sets RDMA_CM_DEVICE_REMOVAL, then queues the
+  // id's DEVICE_REMOVAL event). Seen in the VM (2026-12-06): `rdma link delete rxe1` during a
+  // wireup, rdma_resolve_route, rdma_connect and rdma_establish on rxe1 answered EINVAL
+  // before the removal was read. The same kernel code runs over mlx5. Our own parameter checks say EINVAL with errno 0.
+  if (e.err != EINVAL) return false;
+  return e.call == "rdma_resolve_route" || e.call == "rdma_connect" || e.call == "rdma_establish";
+}
+
 bool retryable(const cm::Failure& f) {
   using cm::FailKind;
   switch (f.kind) {
@@ -16,13 +29,15 @@ bool retryable(const cm::Failure& f) {
     case FailKind::route_error:
     case FailKind::connect_error:
       return true;
-    // A local call the kernel refused because the network is gone from under the id: its
+    // A local call the kernel refused because the device or the network is gone from under
+    // the id (a removal: id_moved_by_kernel; by the next attempt the rail is lost and the
+    // pair moved, or the whole device is, and nothing starts). Or: its
     // port's link went down (seen in the VM, 2026-12-05: with dummy1 set down mid-wireup, rxe1's
     // rdma_resolve_addr and ibv_modify_qp to RTR answered ENETUNREACH before the PORT_ERR was
     // read). A transient like ADDR_ERROR: by the next attempt the PORT_ERR has moved the pair
     // to a rail that is up (Engine::port_changed), or the link is back.
     case FailKind::local_error:
-      return f.error.err == ENETUNREACH || f.error.err == ENETDOWN;
+      return f.error.err == ENETUNREACH || f.error.err == ENETDOWN || id_moved_by_kernel(f.error);
     case FailKind::rejected: {
       if (f.status == prov::reject_reason::no_listener) return true;  // peer not listening yet
       // The peer's CM still remembers an old connection of our QPN or port (it restarted, or

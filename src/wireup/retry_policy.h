@@ -24,6 +24,9 @@ struct RetryPolicy {
 // reasons (local_failure, stale_attempt). ECE (35), other IB reasons and every other
 // RejectCode are final.
 bool retryable(const cm::Failure& f);
+// An EINVAL from a CM call the kernel refuses only when the id left the state the call needs,
+// which only a device removal does behind our back (the id's DEVICE_REMOVAL follows).
+bool id_moved_by_kernel(const Error& e);
 
 // Whether a QP-less notice (abandon, rtu_lost) that got `answer` instead of its peer engine's
 // reply is worth sending again: nothing answered (UNREACHABLE, CONNECT_ERROR), nothing listening

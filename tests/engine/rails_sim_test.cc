@@ -151,12 +151,14 @@ void lose_rail_one_at(Nanos after, uint64_t seed, size_t& moved) {
     // Only a lane the peer had established on rail 1 (lost there on both ends) is an error.
     size_t lost_established = 0;
     // A passive side whose REP was out when the rail went (DEVICE_REMOVAL in `accepting`)
-    // cannot tell whether the peer got it: when the peer had (it established, then lost the
-    // lane to its own removal: its result withdrawn, on rail 1), no retry comes and the lane
-    // is reported at the wireup deadline. Seen since the rails have their own windows (the
-    // connects' timing moved); noted in notes/multi-rail.md, "Left".
+    // cannot tell whether the peer got it: it asks the peer over rail 0 (an RTU-lost notice).
+    // When the peer had (it established, then lost the lane to its own removal: its result
+    // withdrawn, on rail 1), the answer settles the lane at once as rtu_lost (until
+    // 2026-12-06 it waited for the wireup deadline and was reported device_removal).
     auto peer_lost_it = [&](const PeerError& err) {
-      if (err.role != cm::Role::passive || err.failure.kind != cm::FailKind::device_removal) return false;
+      if (err.role != cm::Role::passive || err.failure.kind != cm::FailKind::rtu_lost ||
+          err.cause != PeerError::Cause::rtu_peer_cannot_reconnect)
+        return false;
       const Engine& pe = *job->ranks[err.peer].engine;
       for (const ConnResult& c : pe.results())
         if (c.peer == i && c.lane == err.lane && c.withdrawn && pe.link(c).rail == 1) return true;

@@ -71,6 +71,20 @@ TEST(RetryPolicy, WhatIsWorthAnotherAttempt) {
     f.error = Error::from_errno("rdma_resolve_addr", err);
     EXPECT_TRUE(retryable(f)) << err;
   }
+  // EINVAL from rdma_resolve_route / rdma_connect / rdma_establish: the kernel moved the id (a device removal
+  // under way, its DEVICE_REMOVAL not read yet). Not from other calls, nor our own checks.
+  for (const char* call : {"rdma_resolve_route", "rdma_connect", "rdma_establish"}) {
+    cm::Failure f = failed(cm::FailKind::local_error);
+    f.error = Error::from_errno(call, EINVAL);
+    EXPECT_TRUE(retryable(f)) << call;
+    f.error = Error::make(ErrorCode::invalid_argument, call, "private data over 56 bytes");
+    EXPECT_FALSE(retryable(f)) << call << " refused by our own check (errno 0)";
+  }
+  for (const char* call : {"ibv_modify_qp", "rdma_migrate_id", "rdma_accept"}) {
+    cm::Failure f = failed(cm::FailKind::local_error);
+    f.error = Error::from_errno(call, EINVAL);
+    EXPECT_FALSE(retryable(f)) << call;
+  }
   cm::Failure nomem = failed(cm::FailKind::local_error);
   nomem.error = Error::from_errno("ibv_create_qp", ENOMEM);
   EXPECT_FALSE(retryable(nomem));

@@ -139,8 +139,10 @@ echo "rails-check: rxe1 removed mid-wireup: exit $rc, $(jq -c '{connections, fai
 (($(grep -c 'rail 1 (10.0.2.1:0) lost: ' "$err") == 2)) || fail "rxe1 removed mid-wireup: not both ranks lost rail 1"
 jq -e '.lost_after > 0 and .failed == .lost_after and .connections + .lost_after == 256 and
   .lost_by_rail == {"1:rxe1": .lanes_by_rail["1:rxe1"]} and .lanes_by_rail["0:rxe0"] == 2 * .connections' \
-  "$json" >/dev/null ||
+  "$json" >/dev/null || {
+  grep -E 'WARN|ERROR' "$err" | grep -v 'DEVICE_REMOVAL on the connection to' | tail -30
   fail "rxe1 removed mid-wireup: more than rxe1's lanes failed, or lanes left on rxe1: $(jq -c '{connections, failed, lost_after, lanes_by_rail, lost_by_rail, failed_peers}' "$json")"
+}
 for _ in $(seq 1 60); do rdma link show rxe1/1 >/dev/null 2>&1 || break; sleep 0.5; done
 rdma link add rxe1 type rxe netdev dummy1 || fail "rdma link add rxe1 after the removal case"
 for _ in $(seq 1 40); do rdma link show rxe1/1 | grep -q 'state ACTIVE' && break; sleep 0.5; done
