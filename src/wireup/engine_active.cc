@@ -288,7 +288,8 @@ void Engine::fail_pair(Pair& p, const cm::Failure& f, std::optional<uint32_t> ra
         ++stats_[Counter::retries];
         const Nanos at = retries_.schedule(pairs_.index(p), p.attempt, now());
         WIREUP_LOG(info, "rank %u lane %u attempt %u: rail %u lost (%s); the next attempt in %.1f ms takes rail %u",
-                   p.peer, p.lane, p.attempt, *rail, f.describe().c_str(), static_cast<double>((at - now()).count()) / 1e6, rail_for(p));
+                   p.peer, p.lane, p.attempt, *rail, f.describe().c_str(),
+                   std::chrono::duration<double, std::milli>(at - now()).count(), rail_for(p));
         return;
       }
       return give_up(p, f, PeerError::Cause::device_removed);

@@ -171,12 +171,11 @@ void Engine::answer_notice(prov::CmEvent& ev, const GateVerdict& v) {
       ++stats_[Counter::repairs_refused];
       // Unless it was told already: lost with our own device on that rail (the peer asks
       // because its side went with the same removal, REP out).
-      if (e != nullptr && (records_.results()[e->result].lost != cm::FailKind::none ||
-                           records_.results()[e->result].withdrawn)) {
+      if (const ConnResult* r = e != nullptr ? &records_.results()[e->result] : nullptr;
+          r != nullptr && (r->withdrawn || r->lost != cm::FailKind::none)) {
         WIREUP_LOG(info, "rank %u: %s: the peer never got our RTU; the lane is gone here already (%s)", opt().rank,
                    pair_name(p->peer, p->lane, p->attempt).c_str(),
-                   records_.results()[e->result].withdrawn ? "withdrawn with its device"
-                                                           : to_string(records_.results()[e->result].lost));
+                   r->withdrawn ? "withdrawn with its device" : to_string(r->lost));
         return;
       }
       WIREUP_LOG(warn,

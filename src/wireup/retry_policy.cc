@@ -10,13 +10,14 @@ namespace wireup {
 
 bool id_moved_by_kernel(const Error& e) {
   // Linux drivers/infiniband/core/cma.c: rdma_resolve_route answers EINVAL unless the id is
-  // in ADDR_RESOLVED, rdma_connect_locked unless it is in ROUTE_RESOLVED, rdma_accept (which librdmacm's rdma_establish reaches through
-  // ucma_process_conn_resp) unless it is in CONNECT. Our own calls always come in those
-  // states; only the kernel moves an id out of them behind our back: a device removal
-  // (cma_process_remove -> cma_remove_id_dev sets RDMA_CM_DEVICE_REMOVAL, then queues the
-  // id's DEVICE_REMOVAL event). Seen in the VM (2026-12-06): `rdma link delete rxe1` during a
-  // wireup, rdma_resolve_route, rdma_connect and rdma_establish on rxe1 answered EINVAL
-  // before the removal was read. The same kernel code runs over mlx5. Our own parameter checks say EINVAL with errno 0.
+  // in ADDR_RESOLVED, rdma_connect_locked unless it is in ROUTE_RESOLVED, rdma_accept (which
+  // librdmacm's rdma_establish reaches through ucma_process_conn_resp) unless it is in
+  // CONNECT. Our own calls always come in those states; only the kernel moves an id out of
+  // them behind our back: a device removal (cma_process_remove -> cma_remove_id_dev sets
+  // RDMA_CM_DEVICE_REMOVAL, then queues the id's DEVICE_REMOVAL event). Seen in the VM
+  // (2026-12-06): `rdma link delete rxe1` during a wireup, rdma_resolve_route, rdma_connect
+  // and rdma_establish on rxe1 answered EINVAL before the removal was read. The same kernel
+  // code runs over mlx5. Our own parameter checks say EINVAL with errno 0.
   if (e.err != EINVAL) return false;
   return e.call == "rdma_resolve_route" || e.call == "rdma_connect" || e.call == "rdma_establish";
 }
