@@ -273,7 +273,9 @@ typedef struct wireup_params {
   uint32_t nranks;      /* the job size: every rank must pass the same */
   uint32_t lanes;       /* connections per peer; 0 = config engine.lanes */
   uint64_t job_key;     /* a secret every rank of the job shares (e.g. broadcast from rank 0);
-                           0 = config engine.job_key. Requests with another key are rejected. */
+                           0 = config engine.job_key; 0 there too = given later with
+                           wireup_set_job_key(), before wireup_start(). Requests with another
+                           key are rejected. */
   wireup_qp_create_fn qp_create;   /* required: the QP factory */
   wireup_qp_release_fn qp_release; /* optional (NULL: QPs never handed over are not returned) */
   void* qp_arg;                    /* passed to qp_create and qp_release */
@@ -291,12 +293,22 @@ static inline void wireup_params_init(wireup_params_t* params) { WIREUP_STRUCT_I
  * accepts; params->qp_release with the same qp_arg.
  *
  * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL ctx/params/out, params->qp_create NULL,
- *         params->struct_size, nranks 0, rank >= nranks, job key 0 in both params and config,
- *         lanes out of range);
+ *         params->struct_size, nranks 0, rank >= nranks, lanes out of range);
  *         WIREUP_ERR_ADDRESS / WIREUP_ERR_SYSTEM (rdma_bind_addr / rdma_listen failed: the
  *         message names the address).
  */
 wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* params, wireup_t** out);
+
+/*
+ * wireup_set_job_key -- the job key, after wireup_create() and before wireup_start(), for a
+ * transport that must publish its address before it can learn the key: Open MPI's modex
+ * carries both and reads back nothing before its one fence, so a BTL publishes its address at
+ * component init and reads the key rank 0 drew after the fence. Replaces the key given at
+ * create. wireup_start() refuses a handle that has no key yet.
+ * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL handle, job_key 0); WIREUP_ERR_INVALID_STATE
+ *         after wireup_start().
+ */
+wireup_status_t wireup_set_job_key(wireup_t* w, uint64_t job_key);
 
 /*
  * wireup_local_address -- the bytes to publish to every other rank.
@@ -325,8 +337,9 @@ typedef struct wireup_peer {
  */
 wireup_status_t wireup_set_peers(wireup_t* w, const wireup_peer_t* peers, size_t n);
 
-/* wireup_start -- begin connecting. Errors: WIREUP_ERR_INVALID_STATE if called twice or
- * before wireup_set_peers() (on demand the table is optional: wireup_on_demand.h). */
+/* wireup_start -- begin connecting. Errors: WIREUP_ERR_INVALID_STATE if called twice,
+ * before wireup_set_peers() (on demand the table is optional: wireup_on_demand.h), or
+ * without a job key (wireup_set_job_key). */
 wireup_status_t wireup_start(wireup_t* w);
 
 /*

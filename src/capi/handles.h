@@ -71,6 +71,8 @@ struct wireup_handle {
   std::vector<wireup::LaneEvent> lanes_pending;
   bool peers_set = false;
   bool started = false;
+  // Created with job key 0 (params and config): wireup_set_job_key must come before start.
+  bool job_key_pending = false;
   // Declared before the engine, so destroyed after it: the engine's QP wrappers call the
   // release callback above while it goes, and the channel fds leave the epoll set by closing.
   wireup::capi::EventFd poller;

@@ -42,6 +42,13 @@ Result<std::unique_ptr<LivenessService>> LivenessService::create(uint32_t rank, 
   return std::unique_ptr<LivenessService>(new LivenessService(rank, *key, p, std::move(s).value()));
 }
 
+Status LivenessService::set_job_key(uint64_t job_key) {
+  auto key = MacKey::derive(job_key);
+  if (!key) return key.error();
+  key_ = *key;
+  return Status::ok();
+}
+
 Status LivenessService::start(std::vector<prov::SockAddr> endpoints, Nanos now) {
   if (rank_ >= endpoints.size())
     return Error::make(ErrorCode::invalid_argument, "liveness",

@@ -42,6 +42,8 @@ Result<Unwrapped> unwrap_address(std::span<const uint8_t> bytes);
 class LivenessService {
  public:
   // Binds a UDP socket on `local`'s address (any port); nothing is sent before start().
+  // A new job key before start (wireup_set_job_key).
+  Status set_job_key(uint64_t job_key);
   static Result<std::unique_ptr<LivenessService>> create(uint32_t rank, uint64_t job_key, liveness::Params p,
                                                          const prov::SockAddr& local);
   const prov::SockAddr& address() const { return sock_.local(); }

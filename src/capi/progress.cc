@@ -29,6 +29,10 @@ wireup_status_t wireup_start(wireup_t* w) {
   if (w == nullptr) return null_handle(fn);
   return guarded(fn, &w->last_error, [&] {
     if (w->started) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "already started");
+    if (w->job_key_pending)
+      return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn,
+                  "no job key: pass one in wireup_params_t.job_key or config engine.job_key, or call "
+                  "wireup_set_job_key() before wireup_start()");
     if (!w->peers_set && !w->engine->on_demand())
       return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_set_peers() has not been called");
     if (Status s = w->engine->start(); !s) return fail(&w->last_error, fn, s.error());

@@ -5,6 +5,7 @@
 #include "capi/layouts.h"
 #include "capi/struct_io.h"
 #include "host/route.h"
+#include "wireup/mac.h"
 #include "wireup/options.h"
 
 using namespace wireup;
@@ -22,6 +23,13 @@ Result<std::unique_ptr<Engine>> make_engine(wireup_t* w, const wireup_params_t& 
   if (!listen) return listen.error();
   EngineOptions o = engine_options(w->ctx->config.settings(), p.rank, p.nranks, *listen, p.job_key);
   if (p.lanes != 0) o.lanes = p.lanes;
+  if (o.job_key == 0) {
+    // No key yet: wireup_set_job_key() gives it before wireup_start(), which refuses without
+    // it. Until then the engine holds a random stand-in that no message is ever sealed with
+    // (nothing is sent or answered before start).
+    o.job_key = random_nonce_base() | 1;
+    w->job_key_pending = true;
+  }
   // Every rail, with listen_addr's port (config cm.port, or 0: any); rail 0 is listen_addr.
   for (const wireup_context::Rail& r : w->ctx->rails) {
     auto a = prov::SockAddr::parse(r.listen_ip);
@@ -98,6 +106,20 @@ wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* para
     capi::refresh_poller(w.get());
     ++ctx->handles;
     *out = w.release();
+    return WIREUP_OK;
+  });
+}
+
+wireup_status_t wireup_set_job_key(wireup_t* w, uint64_t job_key) {
+  const char* fn = "wireup_set_job_key";
+  if (w == nullptr) return null_handle(fn);
+  return guarded(fn, &w->last_error, [&] {
+    if (job_key == 0) return fail(&w->last_error, WIREUP_ERR_INVALID_ARGUMENT, fn, "job_key is 0: a job's key is never 0");
+    if (w->started) return fail(&w->last_error, WIREUP_ERR_INVALID_STATE, fn, "wireup_start() was called: the key is fixed");
+    if (Status s = w->engine->set_job_key(job_key); !s) return fail(&w->last_error, fn, s.error());
+    if (w->liveness)
+      if (Status s = w->liveness->set_job_key(job_key); !s) return fail(&w->last_error, fn, s.error());
+    w->job_key_pending = false;
     return WIREUP_OK;
   });
 }

@@ -79,6 +79,16 @@ Result<std::unique_ptr<Engine>> Engine::create(prov::Provider& p, EngineOptions 
   return e;
 }
 
+Status Engine::set_job_key(uint64_t job_key) {
+  if (life_.started) return Error::make(ErrorCode::invalid_state, "Engine::set_job_key", "wireup already started");
+  if (job_key == 0) return Error::make(ErrorCode::invalid_argument, "Engine::set_job_key", "job_key is 0");
+  auto wire = Wire::create(job_key, opt().rank, random_nonce_base());
+  if (!wire) return wire.error();
+  fixed_.wire = *wire;
+  fixed_.opt.job_key = job_key;
+  return Status::ok();
+}
+
 Status Engine::set_peers(std::span<const Peer> peers) {
   if (life_.started) return Error::make(ErrorCode::invalid_state, "Engine::set_peers", "wireup already started");
   const uint32_t nranks = opt().nranks;

@@ -77,6 +77,10 @@ class Engine final : private prov::CmEventSink, private cm::ConnectionObserver, 
   // after this for EngineOptions::rtu_linger, and while an abandon notice (engine_abandon.cc)
   // is on its way (at most Notices::kAbandonBound): keep calling progress().
   bool done() const { return life_.started && pairs_.open() == 0; }
+  // Replaces the job key (the MAC key of every message) before start(): a transport whose
+  // out-of-band channel gives the key only after it published its address (Open MPI's
+  // modex: one fence for both) creates the engine first and sets the key here.
+  Status set_job_key(uint64_t job_key);
   // When progress() next has something to do without a CM event: now() if it has work ready
   // (a start or a QP grant within its window, a retry that is due), else the earliest timer
   // (a retry's backoff, the wireup deadline, the end of the linger), else Nanos::max().
