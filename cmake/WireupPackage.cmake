@@ -57,8 +57,10 @@ set(WIREUP_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/wireup)
 install(EXPORT wireupTargets NAMESPACE wireup:: DESTINATION ${WIREUP_CMAKE_DIR} COMPONENT Development)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/wireupConfig.cmake.in
   ${PROJECT_BINARY_DIR}/wireupConfig.cmake INSTALL_DESTINATION ${WIREUP_CMAKE_DIR})
+# SameMajorVersion: notes/abi.md's rule (a minor bump only adds; the major moves on a break),
+# so a consumer asking for 0.1 takes 0.2 (CMake compares 0.x the same way: major 0 = 0).
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/wireupConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/wireupConfig.cmake ${PROJECT_BINARY_DIR}/wireupConfigVersion.cmake
   DESTINATION ${WIREUP_CMAKE_DIR} COMPONENT Development)
 

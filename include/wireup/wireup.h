@@ -304,7 +304,8 @@ wireup_status_t wireup_create(wireup_context_t* ctx, const wireup_params_t* para
  * transport that must publish its address before it can learn the key: Open MPI's modex
  * carries both and reads back nothing before its one fence, so a BTL publishes its address at
  * component init and reads the key rank 0 drew after the fence. Replaces the key given at
- * create. wireup_start() refuses a handle that has no key yet.
+ * create. wireup_start() refuses a handle that has no key yet. Since 0.2.0
+ * (#if WIREUP_VERSION >= WIREUP_VERSION_OF(0, 2, 0)).
  * Errors: WIREUP_ERR_INVALID_ARGUMENT (NULL handle, job_key 0); WIREUP_ERR_INVALID_STATE
  *         after wireup_start().
  */

@@ -166,6 +166,8 @@ TEST(CapiHost, NullHandlesAreRefusedByName) {
   EXPECT_EQ(last(), "wireup_local_address: the wireup handle is NULL");
   EXPECT_EQ(wireup_set_peers(nullptr, nullptr, 0), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(wireup_start(nullptr), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(wireup_set_job_key(nullptr, 7), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(last(), "wireup_set_job_key: the wireup handle is NULL");
   EXPECT_EQ(wireup_progress(nullptr, &work), WIREUP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(work, -7) << "output written on failure";
   EXPECT_EQ(last(), "wireup_progress: the wireup handle is NULL");

@@ -163,9 +163,25 @@ class SimJob {
   }
   ~SimJob() { teardown(); }
 
+  // The job key each rank passes to wireup_create (default 0x5eed; 0: none, wireup_start waits
+  // for wireup_set_job_key), and the key each then gives wireup_set_job_key once it published
+  // its address, as Open MPI's BTL does after the modex fence (0 or absent: not called).
+  void keys(std::vector<uint64_t> at_create, std::vector<uint64_t> set_later) {
+    create_keys_ = std::move(at_create);
+    set_keys_ = std::move(set_later);
+  }
+
   // Contexts, handles, peer table, start.
   void start(uint32_t lanes) {
-    std::vector<std::vector<uint8_t>> addrs(nodes_);
+    ASSERT_NO_FATAL_FAILURE(create(lanes));
+    ASSERT_NO_FATAL_FAILURE(set_peers());
+    for (uint32_t r = 0; r < t_.size(); ++r) ASSERT_EQ(wireup_start(w_[r]), WIREUP_OK) << wireup_last_error(w_[r]);
+  }
+
+  // Contexts and handles; each rank's address taken (published), then the keys of set_later.
+  void create(uint32_t lanes) {
+    addrs_.assign(nodes_, {});
+    std::vector<std::vector<uint8_t>>& addrs = addrs_;
     for (uint32_t r = 0; r < t_.size(); ++r) {
       prov::Provider& p = fab_.provider(r);
       auto devs = p.devices();
@@ -191,7 +207,7 @@ class SimJob {
       wp.rank = r;
       wp.nranks = nodes_;
       wp.lanes = lanes;
-      wp.job_key = 0x5eed;
+      wp.job_key = r < create_keys_.size() ? create_keys_[r] : 0x5eed;
       wp.qp_create = create_qp;
       wp.qp_release = release_qp;
       wp.qp_arg = &t;
@@ -202,16 +218,21 @@ class SimJob {
       size_t len = sizeof buf;
       ASSERT_EQ(wireup_local_address(w_[r], buf, &len), WIREUP_OK) << wireup_last_error(w_[r]);
       addrs[r].assign(buf, buf + len);
+      if (r < set_keys_.size() && set_keys_[r] != 0) {
+        ASSERT_EQ(wireup_set_job_key(w_[r], set_keys_[r]), WIREUP_OK) << wireup_last_error(w_[r]);
+      }
     }
     // Ranks without a process: their address all the same (as an allgather of a job whose
     // rank died after publishing it); nothing listens there.
     for (uint32_t r = t_.size(); r < nodes_; ++r) addrs[r] = address_of_absent(r, addrs[0]);
+  }
+
+  // Every rank's peer table (after create).
+  void set_peers() {
     std::vector<wireup_peer_t> peers;
-    for (uint32_t r = 0; r < nodes_; ++r) peers.push_back({r, addrs[r].data(), addrs[r].size()});
-    for (uint32_t r = 0; r < t_.size(); ++r) {
+    for (uint32_t r = 0; r < nodes_; ++r) peers.push_back({r, addrs_[r].data(), addrs_[r].size()});
+    for (uint32_t r = 0; r < t_.size(); ++r)
       ASSERT_EQ(wireup_set_peers(w_[r], peers.data(), peers.size()), WIREUP_OK) << wireup_last_error(w_[r]);
-      ASSERT_EQ(wireup_start(w_[r]), WIREUP_OK) << wireup_last_error(w_[r]);
-    }
   }
 
   // Bulk: until each handle's setup channel closed too (the RTU linger). On demand it never
@@ -259,6 +280,8 @@ class SimJob {
   prov::sim::SimFabric fab_;
   uint32_t nodes_;
   std::vector<std::string> overrides_;
+  std::vector<uint64_t> create_keys_, set_keys_;
+  std::vector<std::vector<uint8_t>> addrs_;
   std::vector<Transport> t_;
   std::vector<wireup_context_t*> ctx_;
   std::vector<wireup_t*> w_;
@@ -691,6 +714,178 @@ TEST(CapiSim, AContextOverAProviderNeedsItsListenAddress) {
   EXPECT_EQ(c, nullptr);
   EXPECT_NE(std::string(wireup_last_error(nullptr)).find("listen_ip"), std::string::npos)
       << wireup_last_error(nullptr);
+}
+
+// --- the job key after wireup_create (wireup_set_job_key) ---
+// Open MPI's modex publishes every address before its one fence and gives nothing back before
+// it: its BTL creates the handle and publishes the address without a key, and learns the key
+// rank 0 drew only after the fence. wireup_create takes key 0 (params and config) for that;
+// wireup_start waits for wireup_set_job_key.
+
+constexpr uint64_t kLateKey = 0x5eed0fc0ffee0002ULL;
+
+// The count of one tally (group, key) of a handle; 0 if it has none.
+uint64_t tally_of(wireup_t* w, wireup_tally_group_t group, uint32_t key) {
+  for (size_t i = 0; i < wireup_tally_count(w); ++i) {
+    wireup_tally_t t;
+    WIREUP_STRUCT_INIT(&t);
+    if (wireup_tally_get(w, i, &t) == WIREUP_OK && t.group == group && t.key == key) return t.count;
+  }
+  return 0;
+}
+
+// Misuse, in call order, on a handle created without a key: start refused naming the call
+// that gives it, key 0 refused (and the handle still waits for one), the key taken, start,
+// then no key change any more.
+TEST(CapiSim, AHandleCreatedWithoutAJobKeyStartsOnlyOnceItIsSet) {
+  SimJob job(2, 2, prov::sim::SimConfig{}, {});
+  job.keys({0, 0}, {});
+  ASSERT_NO_FATAL_FAILURE(job.create(1));  // key 0 in params and config: accepted
+  ASSERT_NE(job.w(0), nullptr);
+  EXPECT_STREQ(wireup_context_config_value(job.ctx(0), "engine.job_key"), "\"0x0\"");
+  ASSERT_NO_FATAL_FAILURE(job.set_peers());
+  wireup_t* w = job.w(0);
+
+  EXPECT_EQ(wireup_start(w), WIREUP_ERR_INVALID_STATE);
+  const std::string no_key = wireup_last_error(w);
+  EXPECT_EQ(no_key.rfind("wireup_start: ", 0), 0u) << no_key;
+  EXPECT_NE(no_key.find("wireup_set_job_key"), std::string::npos) << no_key;
+  EXPECT_EQ(wireup_progress(w, nullptr), WIREUP_ERR_INVALID_STATE) << "the refused start did not start";
+
+  EXPECT_EQ(wireup_set_job_key(w, 0), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(wireup_last_error(w)), "wireup_set_job_key: job_key is 0: a job's key is never 0");
+  EXPECT_EQ(wireup_start(w), WIREUP_ERR_INVALID_STATE) << "key 0 is no key";
+  EXPECT_NE(std::string(wireup_last_error(w)).find("wireup_set_job_key"), std::string::npos) << wireup_last_error(w);
+
+  EXPECT_EQ(wireup_set_job_key(nullptr, kLateKey), WIREUP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(wireup_last_error(nullptr)), "wireup_set_job_key: the wireup handle is NULL");
+
+  ASSERT_EQ(wireup_set_job_key(w, kLateKey), WIREUP_OK) << wireup_last_error(w);
+  ASSERT_EQ(wireup_set_job_key(w, kLateKey), WIREUP_OK) << "again before start: replaced";
+  ASSERT_EQ(wireup_start(w), WIREUP_OK) << wireup_last_error(w);
+  EXPECT_EQ(wireup_set_job_key(w, kLateKey ^ 1), WIREUP_ERR_INVALID_STATE);
+  EXPECT_EQ(std::string(wireup_last_error(w)), "wireup_set_job_key: wireup_start() was called: the key is fixed");
+  EXPECT_EQ(wireup_start(w), WIREUP_ERR_INVALID_STATE);
+  EXPECT_EQ(std::string(wireup_last_error(w)), "wireup_start: already started");
+  job.teardown();
+  for (uint32_t r = 0; r < 2; ++r) expect_clean(job.t(r), r == 0 ? "rank 0" : "rank 1");
+}
+
+// Both ranks are created without a key, publish their addresses, then set the same key: every
+// lane connects. A key change refused after start (rank 0 tries another key) leaves the key
+// as it was: the connections are still made.
+TEST(CapiSim, TwoRanksThatSetTheSameJobKeyAfterCreateConnect) {
+  SimJob job(2, 2, prov::sim::SimConfig{}, {});
+  job.keys({0, 0}, {kLateKey, kLateKey});
+  ASSERT_NO_FATAL_FAILURE(job.start(2));
+  EXPECT_EQ(wireup_set_job_key(job.w(0), kLateKey ^ 0xbad), WIREUP_ERR_INVALID_STATE);
+  EXPECT_EQ(wireup_set_job_key(job.w(1), kLateKey), WIREUP_ERR_INVALID_STATE) << "even the same key";
+  Status s = job.run(300s);
+  ASSERT_TRUE(s) << s.message();
+  for (uint32_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(wireup_result_count(job.w(r)), 2u) << "rank " << r;
+    EXPECT_EQ(wireup_error_count(job.w(r)), 0u) << "rank " << r;
+    wireup_counters_t c;
+    WIREUP_STRUCT_INIT(&c);
+    ASSERT_EQ(wireup_counters_get(job.w(r), &c), WIREUP_OK);
+    EXPECT_EQ(c.strangers, 0u) << "rank " << r;
+    EXPECT_EQ(tally_of(job.w(r), WIREUP_TALLY_REJECTS_SENT, WIREUP_REJECT_WRONG_JOB_KEY), 0u) << "rank " << r;
+  }
+  job.teardown();
+  for (uint32_t r = 0; r < 2; ++r) expect_clean(job.t(r), r == 0 ? "rank 0" : "rank 1");
+}
+
+// The key set later is the job's key itself, the one another rank may pass to wireup_create,
+// and it replaces a key given at create: rank 0 passes it at create, rank 1 sets it after a
+// create without one, rank 2 sets it over another key it was created with. All connect.
+TEST(CapiSim, AJobKeySetAfterCreateIsTheSameKeyAsOneGivenAtCreate) {
+  SimJob job(3, 3, prov::sim::SimConfig{}, {});
+  job.keys({kLateKey, 0, kLateKey ^ 0xbad}, {0, kLateKey, kLateKey});
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  Status s = job.run(300s);
+  ASSERT_TRUE(s) << s.message();
+  for (uint32_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(wireup_result_count(job.w(r)), 2u) << "rank " << r;
+    EXPECT_EQ(wireup_error_count(job.w(r)), 0u) << "rank " << r;
+  }
+  job.teardown();
+  for (uint32_t r = 0; r < 3; ++r) expect_clean(job.t(r), ("rank " + std::to_string(r)).c_str());
+}
+
+// The race the modex leaves: ranks 0 and 2 have the key and start while rank 1, created
+// without one and its address published, has not read it yet; rank 0 initiates to rank 1. For
+// 2 s (virtual) ranks 0 and 2 progress alone; rank 1's handle reads nothing before its start.
+// Then rank 1 sets the key and starts: every lane connects, and nobody was a stranger (the
+// request that waited for rank 1 is read under the key rank 1 has by then).
+TEST(CapiSim, ARankStillWaitingForItsJobKeyIsConnectedOnceItStarts) {
+  SimJob job(3, 3, prov::sim::SimConfig{}, {});
+  job.keys({kLateKey, 0, kLateKey}, {});
+  ASSERT_NO_FATAL_FAILURE(job.create(1));
+  ASSERT_NO_FATAL_FAILURE(job.set_peers());
+  ASSERT_EQ(wireup_start(job.w(0)), WIREUP_OK) << wireup_last_error(job.w(0));
+  ASSERT_EQ(wireup_start(job.w(2)), WIREUP_OK) << wireup_last_error(job.w(2));
+  const Nanos t0 = job.fabric().now();
+  while (job.fabric().now() < t0 + 2s) {
+    for (uint32_t r : {0u, 2u}) ASSERT_EQ(wireup_progress(job.w(r), nullptr), WIREUP_OK) << wireup_last_error(job.w(r));
+    job.fabric().run_for(1ms);
+  }
+  EXPECT_EQ(wireup_result_count(job.w(1)), 0u);
+  EXPECT_EQ(wireup_lane_state(job.w(0), 1, 0), WIREUP_LANE_CONNECTING) << "rank 0's request to rank 1 is out";
+  ASSERT_EQ(wireup_set_job_key(job.w(1), kLateKey), WIREUP_OK) << wireup_last_error(job.w(1));
+  ASSERT_EQ(wireup_start(job.w(1)), WIREUP_OK) << wireup_last_error(job.w(1));
+  Status s = job.run(300s);
+  ASSERT_TRUE(s) << s.message();
+  for (uint32_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(wireup_result_count(job.w(r)), 2u) << "rank " << r;
+    EXPECT_EQ(wireup_error_count(job.w(r)), 0u) << "rank " << r;
+    wireup_counters_t c;
+    WIREUP_STRUCT_INIT(&c);
+    ASSERT_EQ(wireup_counters_get(job.w(r), &c), WIREUP_OK);
+    EXPECT_EQ(c.strangers, 0u) << "rank " << r;
+  }
+  job.teardown();
+  for (uint32_t r = 0; r < 3; ++r) expect_clean(job.t(r), ("rank " + std::to_string(r)).c_str());
+}
+
+// Two ranks created without a key that then set different keys are strangers to each other,
+// as two ranks created with different keys (CapiVm.WrongJobKeyIsRejectedAsAStranger): the
+// passive side refuses every request as wrong_job_key before any QP exists and times out; the
+// active side cannot authenticate that refusal, retries it to its last attempt and reports
+// the claimed reason in the message only.
+TEST(CapiSim, TwoRanksThatSetDifferentJobKeysDoNotConnect) {
+  SimJob job(2, 2, prov::sim::SimConfig{},
+             {"engine.wireup_timeout_ms=3000", "engine.max_attempts=2", "engine.backoff_initial_ms=50"});
+  job.keys({0, 0}, {kLateKey, kLateKey ^ 0xbad});
+  ASSERT_NO_FATAL_FAILURE(job.start(1));
+  Status s = job.run(60s);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(wireup_result_count(job.w(0)) + wireup_result_count(job.w(1)), 0u);
+  ASSERT_EQ(wireup_error_count(job.w(0)), 1u);
+  ASSERT_EQ(wireup_error_count(job.w(1)), 1u);
+  wireup_peer_error_t e0, e1;
+  WIREUP_STRUCT_INIT(&e0);
+  WIREUP_STRUCT_INIT(&e1);
+  ASSERT_EQ(wireup_error_get(job.w(0), 0, &e0), WIREUP_OK);
+  ASSERT_EQ(wireup_error_get(job.w(1), 0, &e1), WIREUP_OK);
+  ASSERT_NE(e0.active, e1.active);
+  const wireup_peer_error_t& active = e0.active ? e0 : e1;
+  const wireup_peer_error_t& passive = e0.active ? e1 : e0;
+  wireup_t* passive_w = e0.active ? job.w(1) : job.w(0);
+  EXPECT_EQ(active.kind, WIREUP_ERROR_REJECTED) << active.message;
+  EXPECT_EQ(active.status, WIREUP_ERR_REJECTED);
+  EXPECT_EQ(active.peer_reason, WIREUP_REJECT_NONE) << "an unauthenticated refusal is never taken: " << active.message;
+  EXPECT_NE(std::string(active.message).find("its reason \"wrong_job_key\" not taken"), std::string::npos)
+      << active.message;
+  EXPECT_EQ(active.attempts, 2u) << active.message;
+  EXPECT_EQ(passive.kind, WIREUP_ERROR_TIMED_OUT) << passive.message;
+  EXPECT_EQ(tally_of(passive_w, WIREUP_TALLY_REJECTS_SENT, WIREUP_REJECT_WRONG_JOB_KEY), 2u)
+      << "each attempt refused as wrong_job_key";
+  wireup_counters_t c;
+  WIREUP_STRUCT_INIT(&c);
+  ASSERT_EQ(wireup_counters_get(passive_w, &c), WIREUP_OK);
+  EXPECT_EQ(c.strangers, 2u);
+  job.teardown();
+  for (uint32_t r = 0; r < 2; ++r) expect_clean(job.t(r), r == 0 ? "rank 0" : "rank 1");
 }
 
 // --- the device's async events: who reads them (device.async_events) ---

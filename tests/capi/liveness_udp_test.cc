@@ -38,14 +38,20 @@ struct Job {
   }
 };
 
-Job make_job(uint32_t nodes, uint32_t per_node, uint64_t key) {
+// `later`: rank r's key through set_job_key before start (wireup_set_job_key), if non-zero;
+// with `later`, rank r is created with key + r (a stand-in of its own, as the C API's).
+Job make_job(uint32_t nodes, uint32_t per_node, uint64_t key, std::vector<uint64_t> later = {}) {
   Job j;
   const uint32_t n = nodes * per_node;
   std::vector<prov::SockAddr> eps;
   for (uint32_t r = 0; r < n; ++r) {
-    auto s = LivenessService::create(r, key, fast(), prov::SockAddr::ipv4(0x7f000001 + r / per_node, 0));
+    const uint64_t at_create = later.empty() ? key : key + r;
+    auto s = LivenessService::create(r, at_create, fast(), prov::SockAddr::ipv4(0x7f000001 + r / per_node, 0));
     EXPECT_TRUE(s) << s.error().message();
     if (!s) return j;
+    if (r < later.size() && later[r] != 0) {
+      EXPECT_TRUE((*s)->set_job_key(later[r]));
+    }
     eps.push_back((*s)->address());
     j.ranks.push_back(std::move(s).value());
   }
@@ -125,6 +131,30 @@ TEST(LivenessUdp, BadDatagramsAreCountedAndDropped) {
   EXPECT_EQ(s.bad[static_cast<size_t>(Bad::rank)], 1u);
   EXPECT_TRUE(j.deaths[1].empty()) << "nothing forged or broken buries anyone";
   EXPECT_FALSE(target.detector()->dead(2));
+}
+
+// A key set before start replaces the one the service was created with (the C API's stand-in
+// while wireup_set_job_key has not come): every datagram is sealed and opened with it. Ranks
+// that set the same key hear each other; a rank that set another one is heard as a bad tag.
+TEST(LivenessUdp, AJobKeySetBeforeStartSealsEveryDatagram) {
+  // Each rank is created with a key of its own (0xbad + rank), then sets the job's.
+  std::vector<uint64_t> later(4, 0x5eed);
+  Job j = make_job(2, 2, 0xbad, later);
+  ASSERT_EQ(j.ranks.size(), 4u);
+  j.run(1s);
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_TRUE(j.deaths[r].empty()) << "rank " << r;
+    EXPECT_GT(j.ranks[r]->stats().received, 0u) << "rank " << r;
+    EXPECT_EQ(j.ranks[r]->stats().bad_total(), 0u) << "rank " << r;
+  }
+
+  later[3] = 0x5eed ^ 1;  // rank 3 set another job's key
+  Job k = make_job(2, 2, 0xbad, later);
+  ASSERT_EQ(k.ranks.size(), 4u);
+  k.run(1s);
+  uint64_t bad_tags = 0;
+  for (size_t r = 0; r < 3; ++r) bad_tags += k.ranks[r]->stats().bad[static_cast<size_t>(liveness::Bad::tag)];
+  EXPECT_GT(bad_tags, 0u) << "rank 3's datagrams are sealed with its own key";
 }
 
 TEST(LivenessUdp, BadParametersAreRefusedByName) {
