@@ -163,6 +163,27 @@ for layer in "${LAYERS[@]}"; do
   done
 done
 
+# Consumers: transports/ (the Open MPI BTL) and examples/ link libwireup.a as an outside
+# transport would, so they include the public headers (<wireup/...>) and nothing of src/.
+consumers=0
+while IFS= read -r hit; do
+  rel=${hit#"$ROOT"/}
+  rel=${rel%%:*}
+  rest=${hit#*:}
+  line=${rest%%:*}
+  text=${rest#*:}
+  [[ $text =~ $INCLUDE_RE ]] || continue
+  inc=${BASH_REMATCH[2]}
+  if [[ -f $ROOT/src/$inc ]]; then
+    report "$rel:$line: error: \"$inc\" is inside the library (src/): a consumer uses only include/wireup"
+  elif [[ $inc == wireup/* && ! -f $ROOT/include/$inc && ! -f $ROOT/cmake/${inc##*/}.in ]]; then
+    report "$rel:$line: error: <$inc> is no public header (include/wireup)"
+  fi
+done < <(for d in transports examples; do
+           [[ -d $ROOT/$d ]] && grep -rn -H -E '^[[:space:]]*#[[:space:]]*include' --include='*.c' --include='*.h' --include='*.cc' --include='*.hpp' "$ROOT/$d"
+         done || true)
+consumers=$(for d in transports examples; do [[ -d $ROOT/$d ]] && find "$ROOT/$d" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cc' -o -name '*.hpp' \); done | wc -l)
+
 # The CMake link graph says the same as the table.
 if [[ -n $LINKS ]]; then
   [[ -f $LINKS ]] || { echo "check-layers: no links file $LINKS" >&2; exit 2; }
@@ -192,6 +213,6 @@ if [[ -n $LINKS ]]; then
 fi
 
 if ((status == 0)); then
-  echo "check-layers: $checked files, ${#LAYERS[@]} layers${LINKS:+, CMake links as the table}: every include within its layer's uses"
+  echo "check-layers: $checked files, ${#LAYERS[@]} layers${LINKS:+, CMake links as the table}: every include within its layer's uses; $consumers consumer files (transports/, examples/) on the public headers only"
 fi
 exit $status

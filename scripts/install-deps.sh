@@ -31,6 +31,9 @@ PKGS=(
   # plugin (slurm-wlm-basic-plugins: mpi_pmix_v4.so) dlopens pmix2/lib/libpmix.so, which only
   # libpmix-dev ships.
   slurmctld slurmd slurm-client munge
+  # real MPI programs over the Open MPI BTL (transports/openmpi, tests/openmpi): NetPIPE, HPC
+  # Challenge, mpi4py's benchmarks, ScaLAPACK's test programs (which bring MPICH along)
+  netpipe-openmpi hpcc python3-mpi4py scalapack-mpi-test
 )
 # Daemons these packages would start and enable at install: they run only inside the pair's
 # guests, never on the host.

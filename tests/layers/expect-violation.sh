@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # expect-violation.sh CHECKER SOURCE_ROOT LINKS WORK_DIR MODE ARGS...
-# Copies SOURCE_ROOT's src/ and include/ and the links file LINKS to WORK_DIR, breaks the
+# Copies SOURCE_ROOT's src/, include/, transports/, examples/ and the links file LINKS to WORK_DIR, breaks the
 # layering there one way, runs `CHECKER --links <copy> <copy>` and passes only if the checker
 # fails AND names the break -- so a checker that stopped looking fails this test.
 #   include FILE HEADER   append `#include "HEADER"` to FILE; expects FILE:<that line>: error:
@@ -14,6 +14,8 @@ shift 5
 rm -rf "$work"
 mkdir -p "$work"
 cp -R "$root/src" "$root/include" "$work/"
+# The consumers too (transports/, examples/): the checker holds them to the public headers.
+for d in transports examples; do [[ -d $root/$d ]] && cp -R "$root/$d" "$work/"; done
 cp "$links" "$work/links.txt"
 case $mode in
   include)

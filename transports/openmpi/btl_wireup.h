@@ -153,6 +153,10 @@ typedef struct mca_btl_wireup_module {
   int locking;
   unsigned progress_calls;
   int connecting;               /* lanes asked for and not settled: progress wireup every call */
+  /* QPs of lanes that closed (on demand, the peer disconnected them): the BTL's to destroy, at
+   * finalize, after their flushed completions have been polled. */
+  struct ibv_qp** retired;
+  size_t nretired, retired_cap;
   btl_wireup_counters_t counters;
 } mca_btl_wireup_module_t;
 

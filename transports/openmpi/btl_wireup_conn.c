@@ -324,8 +324,19 @@ static void on_lane(void* arg, const wireup_lane_event_t* ev) {
     btl_wireup_peer_failed(m, ep, why);
   } else if (ev->type == WIREUP_LANE_EVENT_CLOSED) {
     /* The peer disconnected the lane (it finalized, or closed it on demand): no more sends
-     * on it. The QP stays ours; it is destroyed with the others at finalize. */
+     * on it, and the next send asks wireup for a new connection (a dead peer's then fails
+     * and says so). The QP stays ours: retired, destroyed at finalize. */
     lane->ready = 0;
+    ep->connect_asked = 0;
+    if (lane->qp != NULL) {
+      if (m->nretired == m->retired_cap) {
+        size_t cap = m->retired_cap ? 2 * m->retired_cap : 16;
+        struct ibv_qp** r = realloc(m->retired, cap * sizeof *r);
+        if (r != NULL) m->retired = r, m->retired_cap = cap;
+      }
+      if (m->nretired < m->retired_cap) m->retired[m->nretired++] = lane->qp;
+      lane->qp = NULL;
+    }
     if (mca_btl_wireup_component.verbose)
       opal_output(0, "btl wireup: rank %u: lane %u to rank %u closed", m->rank, ev->lane, ev->peer);
   }
@@ -387,6 +398,15 @@ void btl_wireup_conn_close(mca_btl_wireup_module_t* m) {
     if (m->by_rank[r] != NULL) OBJ_RELEASE(m->by_rank[r]);
   free(m->by_rank);
   m->by_rank = NULL;
+  for (size_t i = 0; i < m->nretired; ++i) {
+    if (ibv_destroy_qp(m->retired[i]) == 0)
+      ++m->counters.qps_destroyed;
+    else
+      opal_output(0, "btl wireup: ibv_destroy_qp (a closed lane's): %s", strerror(errno));
+  }
+  free(m->retired);
+  m->retired = NULL;
+  m->nretired = 0;
   if (m->rcache != NULL) {
     mca_rcache_base_module_destroy(m->rcache);
     m->rcache = NULL;
@@ -395,9 +415,13 @@ void btl_wireup_conn_close(mca_btl_wireup_module_t* m) {
   btl_wireup_frags_destroy(m);
   for (size_t r = 0; r < m->nrails; ++r) {
     btl_wireup_rail_t* rail = &m->rails[r];
-    if (rail->srq) ibv_destroy_srq(rail->srq);
-    if (rail->cq) ibv_destroy_cq(rail->cq);
-    if (rail->pd) ibv_dealloc_pd(rail->pd);
+    int rc;
+    if (rail->srq && (rc = ibv_destroy_srq(rail->srq)) != 0)
+      opal_output(0, "btl wireup: ibv_destroy_srq (rail %zu): %s", r, strerror(rc));
+    if (rail->cq && (rc = ibv_destroy_cq(rail->cq)) != 0)
+      opal_output(0, "btl wireup: ibv_destroy_cq (rail %zu): %s", r, strerror(rc));
+    if (rail->pd && (rc = ibv_dealloc_pd(rail->pd)) != 0)
+      opal_output(0, "btl wireup: ibv_dealloc_pd (rail %zu): %s", r, strerror(rc));
     memset(rail, 0, sizeof *rail);
   }
   if (m->ctx != NULL && wireup_context_destroy(m->ctx) != WIREUP_OK)

@@ -136,7 +136,7 @@ static int module_finalize(mca_btl_base_module_t* btl) {
 
 static void send_done(mca_btl_wireup_module_t* m, btl_wireup_frag_t* f, int status) {
   struct mca_btl_base_endpoint_t* ep = f->endpoint;
-  if (f->lane) --f->lane->sq_used;
+  if (f->lane && f->lane->sq_used > 0) --f->lane->sq_used;
   f->posted = 0;
   f->lane = NULL;
   /* We never return 1 from send: ob1 expects its callback on completion. */

@@ -100,7 +100,7 @@ static btl_wireup_rdma_op_t* op_alloc(mca_btl_wireup_module_t* m) {
 
 void btl_wireup_rdma_complete(mca_btl_wireup_module_t* m, btl_wireup_rdma_op_t* op, int status) {
   struct mca_btl_base_endpoint_t* ep = op->endpoint;
-  --ep->lanes[op->lane].sq_used;
+  if (ep->lanes[op->lane].sq_used > 0) --ep->lanes[op->lane].sq_used;
   mca_btl_base_rdma_completion_fn_t cb = op->cbfunc;
   void *addr = op->local_address, *ctx = op->cbcontext, *data = op->cbdata;
   mca_btl_base_registration_handle_t* lh = op->local_handle;
