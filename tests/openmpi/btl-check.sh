@@ -17,7 +17,9 @@
 #
 # btl-check.sh --component-dir DIR --np N [--mode on_demand|bulk] [--lanes L] [--expect-rdma]
 #              [--min-bytes B] [--verdict REGEX]... [--verdict-count REGEX:N]... [--reject REGEX]...
-#              [--workdir DIR] [--hpcc N:P:Q] [--mca NAME VALUE]... [--log FILE] -- PROGRAM ARGS...
+#              [--workdir DIR] [--hpcc N:P:Q] [--mca NAME VALUE]... [--host LIST] [--log FILE]
+#              -- PROGRAM ARGS...
+# WIREUP_* variables of the caller reach every rank (-x), on other nodes too.
 set -uo pipefail
 
 death=0 comp= np= mode=on_demand lanes= rdma=0 min_bytes=0 workdir= hpcc= log=
@@ -37,6 +39,7 @@ while (($#)); do
     --workdir) workdir=$2; shift 2 ;;
     --hpcc) hpcc=$2; shift 2 ;;
     --mca) mca+=(--mca "$2" "$3"); shift 3 ;;
+    --host) mca+=(--host "$2"); shift 2 ;;
     --log) log=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "btl-check: unknown argument $1" >&2; exit 2 ;;
@@ -98,7 +101,9 @@ lane_args=()
 [[ -n $lanes ]] && lane_args=(--mca btl_wireup_lanes "$lanes")
 cmd=(mpirun --oversubscribe -np "$np" --mca mca_base_component_path "$ompi_dir:$comp"
      --mca pml ob1 --mca btl self,wireup --mca btl_wireup_mode "$mode" --mca btl_wireup_counters 1
-     "${lane_args[@]}" "${mca[@]}" "$@")
+     "${lane_args[@]}" "${mca[@]}")
+for v in $(compgen -e | grep '^WIREUP_' || true); do cmd+=(-x "$v"); done
+cmd+=("$@")
 echo "btl-check: ${cmd[*]}"
 t0=$(date +%s.%N)
 "${cmd[@]}" >"$log" 2>&1
@@ -138,7 +143,7 @@ done
 counters=$(grep -o 'btl wireup counters: .*' "$log" | sed 's/^btl wireup counters: //')
 lines=$(printf '%s\n' "$counters" | grep -c 'rank=')
 ((lines == np)) || fail "$lines counters lines for $np ranks (btl_wireup_counters 1 prints one per rank)"
-sum() { printf '%s\n' "$counters" | grep -o " $1=[0-9]*" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'; }
+sum() { printf '%s\n' "$counters" | grep -o " $1=[0-9]*" | cut -d= -f2 | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 while read -r line; do
   declare -A c=()
   for kv in $line; do c[${kv%%=*}]=${kv#*=}; done

@@ -18,6 +18,8 @@
 #              WRITE, RDMA READ each way) captured on eth0 with tcpdump, once with cm.tos = 106
 #              and once without cm.tos; every RoCE v2 packet, the CM's MADs included, must carry
 #              106 (DSCP 26, ECN 2), then the kernel's default (rdma_cm configfs default_roce_tos)
+#   btl        the Open MPI BTL: NetPIPE -i to 4 MiB (one rank per node, on demand and bulk) and
+#              hpcc (N=200, a rank per node) over ob1 + btl self,wireup, tests/openmpi/btl-check.sh
 #   a2a_repeat TWONODE_REPEAT_RUNS (default 20) runs of the 2 x 4 ranks x 4 lanes all-to-all in one
 #              boot (tests/mpi/repeat-a2a.sh): every run passes, the spread of wall times
 #   kill9      2 x 2 rank processes x 2 lanes (twonode_peer_down) wired up, rank 3 (node 2)
@@ -123,6 +125,32 @@ case_a2a() {
 
 # Flakiness across two kernels: TWONODE_REPEAT_RUNS (default 20) all-to-alls of 2 x 4 ranks x 4
 # lanes in one boot of the pair, every run checked as in a2a, the spread of wall times printed.
+# The Open MPI BTL (transports/openmpi) across the two kernels, ob1 + btl self,wireup only:
+# NetPIPE -i to 4 MiB with one rank on each node, on demand and bulk; hpcc (N=200, 1 x 2) with
+# its ranks split over the nodes. Each run checked by tests/openmpi/btl-check.sh.
+case_btl() {
+  local comp=$B/transports/openmpi/component fails=0 mode
+  if [ ! -f "$comp/mca_btl_wireup.so" ]; then
+    echo "[twonode] btl: FAILED: no $comp/mca_btl_wireup.so (was the build without Open MPI's headers?)"
+    return 1
+  fi
+  local check=("$REPO/tests/openmpi/btl-check.sh" --component-dir "$comp" --host 10.0.1.1:1,10.0.1.2:1)
+  for mode in on_demand bulk; do
+    echo "[twonode] btl: NetPIPE -i to 4 MiB, one rank per node, $mode"
+    WIREUP_CONFIG=$REPO/config/examples/soft-roce-vm.toml WIREUP_LOG_LEVEL=warn "${check[@]}" --np 2 --mode "$mode" \
+      --verdict "Integrity check passed" --reject "Integrity check failed" --expect-rdma --min-bytes 8388608 \
+      --workdir "$B/twonode-btl/netpipe_$mode" -- NPopenmpi -i -u 4194304 2>&1 | grep -E '^btl-check' | sed 's/^/[twonode]   /'
+    [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+  done
+  echo "[twonode] btl: hpcc N=200, 1 x 2, one rank per node"
+  WIREUP_CONFIG=$REPO/config/examples/soft-roce-vm.toml WIREUP_LOG_LEVEL=warn "${check[@]}" --np 2 --hpcc 200:1:2 --expect-rdma \
+    --verdict "Success=1" --verdict "[.]{6} PASSED" --verdict "Found 0 errors" \
+    --reject "FAILED|Failure=[1-9]|Found [1-9][0-9]* errors" --workdir "$B/twonode-btl/hpcc" -- hpcc 2>&1 |
+    grep -E '^btl-check' | sed 's/^/[twonode]   /'
+  [ "${PIPESTATUS[0]}" = 0 ] || fails=$((fails + 1))
+  ((fails == 0))
+}
+
 case_a2a_repeat() {
   "$REPO/tests/mpi/repeat-a2a.sh" --runs "${TWONODE_REPEAT_RUNS:-20}" --log "$B/twonode-repeat" -- \
     --a2a "$A2A" --np 8 --lanes 4 --timeout 300 --host "10.0.1.1:4,10.0.1.2:4" 2>&1 | sed 's/^/[twonode]   /'
