@@ -16,18 +16,22 @@
 # spreads (min-max) per configuration. Raw outputs under OUTDIR.
 #
 #   scripts/vm/run.sh --timeout 3000 --share "$PWD/build" -- bench/openmpi/compare.sh "$PWD/build" "$PWD/build/compare" 3
+# COMPARE_SUMMARIZE_ONLY=1 reads the logs of an earlier run in OUTDIR again (no VM needed).
 set -u
 BUILD=${1:?usage: compare.sh BUILD_DIR OUTDIR [ROUNDS]}
 OUT=${2:?usage: compare.sh BUILD_DIR OUTDIR [ROUNDS]}
 ROUNDS=${3:-3}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 mkdir -p "$OUT" && cd "$OUT" || exit 2
+OUT=$PWD
+BUILD=$(cd "$BUILD" && pwd)
 OMPI_DIR=$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
+TRY_T=${COMPARE_TIMEOUT:-240}
 COMP=$BUILD/transports/openmpi/component
 A2A=$BUILD/bench/first_alltoall
-[[ -f $COMP/mca_btl_wireup.so && -x $A2A ]] || { echo "compare: build $COMP and $A2A first" >&2; exit 2; }
+[[ -n ${COMPARE_SUMMARIZE_ONLY:-} || ( -f $COMP/mca_btl_wireup.so && -x $A2A ) ]] ||
+  { echo "compare: build $COMP and $A2A first" >&2; exit 2; }
 export WIREUP_CONFIG=$ROOT/config/examples/soft-roce-vm.toml WIREUP_LOG_LEVEL=warn
-TRY_T=${COMPARE_TIMEOUT:-240}
 
 args_for() {
   case $1 in
@@ -38,35 +42,38 @@ args_for() {
     ucx_tcp) echo "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=dummy0" ;;
   esac
 }
-CONFIGS=(${COMPARE_CONFIGS:-wireup_od wireup_bulk ob1_tcp ucx_rc ucx_tcp})
+read -ra CONFIGS <<<"${COMPARE_CONFIGS:-wireup_od wireup_bulk ob1_tcp ucx_rc ucx_tcp}"
 results=$OUT/results.txt
 : >"$results"
+# One round's lines for configuration $1 from its logs (NetPIPE's, first_alltoall's).
+record() {
+  local c=$1 r=$2 np=$OUT/np.$1.$2.log a2a=$OUT/a2a.$1.$2.log
+  if grep -q ' 1048576 bytes ' "$np" 2>/dev/null; then
+    # "  5:       8 bytes   1019 times -->      1.27 Mbps in      48.21 usec"
+    line() { awk -v b="$1" '$2 == b && $3 == "bytes" { print; exit }' "$np"; }
+    echo "compare: round $r $c netpipe lat8_us $(line 8 | awk '{ print $10 }') bw64k_mbps $(line 65536 | awk '{ print $7 }') bw1m_mbps $(line 1048576 | awk '{ print $7 }')"
+  else
+    echo "compare: round $r $c netpipe FAILED: $(grep -m1 -iE 'fatal|error|abort' "$np" 2>/dev/null)"
+  fi
+  if grep -q '^first-alltoall:' "$a2a" 2>/dev/null; then
+    echo "compare: round $r $c $(grep '^first-alltoall:' "$a2a" | sed 's/^first-alltoall: //')"
+  else
+    echo "compare: round $r $c first-alltoall FAILED: $(grep -m1 -iE 'fatal|error|abort' "$a2a" 2>/dev/null)"
+  fi
+}
+n=${#CONFIGS[@]}
 for ((r = 1; r <= ROUNDS; r++)); do
   # The order rotates each round, so no configuration always runs first after a quiet spell.
-  n=${#CONFIGS[@]}
   for ((k = 0; k < n; k++)); do
     c=${CONFIGS[$(((k + r - 1) % n))]}
-    # shellcheck disable=SC2046
-    timeout "$TRY_T" mpirun --oversubscribe -np 2 $(args_for "$c") NPopenmpi -u 1048576 -o /dev/null \
-      >"$OUT/np.$c.$r.log" 2>&1
-    rc=$?
-    if ((rc == 0)); then
-      line() { awk -v b="$1" '$2 == b && $3 == "bytes" { print; exit }' "$OUT/np.$c.$r.log"; }
-      lat=$(line 8 | awk '{ print $9 }')
-      bw64=$(line 65536 | awk '{ print $6 }')
-      bw1m=$(line 1048576 | awk '{ print $6 }')
-      echo "compare: round $r $c netpipe lat8_us $lat bw64k_mbps $bw64 bw1m_mbps $bw1m" | tee -a "$results"
-    else
-      echo "compare: round $r $c netpipe FAILED (exit $rc): $(grep -m1 -iE 'fatal|error|abort' "$OUT/np.$c.$r.log")" | tee -a "$results"
+    if [[ -z ${COMPARE_SUMMARIZE_ONLY:-} ]]; then
+      # shellcheck disable=SC2046
+      timeout "$TRY_T" mpirun --oversubscribe -np 2 $(args_for "$c") NPopenmpi -u 1048576 -o /dev/null \
+        >"$OUT/np.$c.$r.log" 2>&1
+      # shellcheck disable=SC2046
+      timeout "$TRY_T" mpirun --oversubscribe -np 8 $(args_for "$c") "$A2A" >"$OUT/a2a.$c.$r.log" 2>&1
     fi
-    # shellcheck disable=SC2046
-    timeout "$TRY_T" mpirun --oversubscribe -np 8 $(args_for "$c") "$A2A" >"$OUT/a2a.$c.$r.log" 2>&1
-    rc=$?
-    if ((rc == 0)) && grep -q '^first-alltoall:' "$OUT/a2a.$c.$r.log"; then
-      echo "compare: round $r $c $(grep '^first-alltoall:' "$OUT/a2a.$c.$r.log" | sed 's/^first-alltoall: //')" | tee -a "$results"
-    else
-      echo "compare: round $r $c first-alltoall FAILED (exit $rc): $(grep -m1 -iE 'fatal|error|abort' "$OUT/a2a.$c.$r.log")" | tee -a "$results"
-    fi
+    record "$c" "$r" | tee -a "$results"
   done
 done
 

@@ -190,6 +190,8 @@ class Wireup {
     for (const PeerAddress& p : peers) c.push_back(wireup_peer_t{p.rank, p.address.data(), p.address.size()});
     detail::check(wireup_set_peers(w_, c.data(), c.size()), w_);
   }
+  // The job key, when it becomes known only after the address was published (wireup_set_job_key).
+  void set_job_key(uint64_t job_key) { detail::check(wireup_set_job_key(w_, job_key), w_); }
   void start() { detail::check(wireup_start(w_), w_); }
   // Returns the work done (0: nothing was ready).
   int progress() {

@@ -9,7 +9,9 @@
 #     was sent at all;
 #   - --expect-rdma: RDMA READ/WRITE moved bytes, registrations went through the cache
 #     (reg_requests > reg_native > 0) and every native registration was undone;
-#   - --min-bytes B: SEND + RDMA bytes of all ranks >= B (what the program itself moved).
+#   - --min-bytes B: SEND + RDMA bytes of all ranks >= B (what the program itself moved);
+#   - --expect-rails N: every rank has lanes on N rails and RDMA went over each of them
+#     (lanes_by_rail, rdma_by_rail).
 # --expect-death: a rank of the program dies on purpose; the job must end with a non-zero
 # status within the time the caller gives (ctest's TIMEOUT), and the verdicts must match
 # (the dead rank named); the counters are not checked (the ranks are killed).
@@ -22,7 +24,7 @@
 # WIREUP_* variables of the caller reach every rank (-x), on other nodes too.
 set -uo pipefail
 
-death=0 comp= np= mode=on_demand lanes= rdma=0 min_bytes=0 workdir= hpcc= log=
+rails=0 death=0 comp='' np='' mode=on_demand lanes='' rdma=0 min_bytes=0 workdir='' hpcc='' log=''
 verdicts=() counts=() rejects=() mca=()
 while (($#)); do
   case $1 in
@@ -32,6 +34,7 @@ while (($#)); do
     --lanes) lanes=$2; shift 2 ;;
     --expect-rdma) rdma=1; shift ;;
     --expect-death) death=1; shift ;;
+    --expect-rails) rails=$2; shift 2 ;;
     --min-bytes) min_bytes=$2; shift 2 ;;
     --verdict) verdicts+=("$2"); shift 2 ;;
     --verdict-count) counts+=("$2"); shift 2 ;;
@@ -100,7 +103,7 @@ fi
 lane_args=()
 [[ -n $lanes ]] && lane_args=(--mca btl_wireup_lanes "$lanes")
 cmd=(mpirun --oversubscribe -np "$np" --mca mca_base_component_path "$ompi_dir:$comp"
-     --mca pml ob1 --mca btl self,wireup --mca btl_wireup_mode "$mode" --mca btl_wireup_counters 1
+     --mca pml ob1 --mca btl 'self,wireup' --mca btl_wireup_mode "$mode" --mca btl_wireup_counters 1
      "${lane_args[@]}" "${mca[@]}")
 for v in $(compgen -e | grep '^WIREUP_' || true); do cmd+=(-x "$v"); done
 cmd+=("$@")
@@ -153,6 +156,15 @@ while read -r line; do
   ((c[qps_destroyed] == c[lanes_ready])) || fail "rank $r: ${c[lanes_ready]} lanes handed over, ${c[qps_destroyed]} QPs destroyed"
   ((c[reg_native] == c[dereg_native])) || fail "rank $r: ${c[reg_native]} registrations, ${c[dereg_native]} undone"
   [[ ${c[mode]} == "$mode" ]] || fail "rank $r ran mode ${c[mode]}, not $mode"
+  if ((rails)); then
+    IFS=/ read -ra lr <<<"${c[lanes_by_rail]}"
+    IFS=/ read -ra rr <<<"${c[rdma_by_rail]}"
+    ((${#lr[@]} == rails)) || fail "rank $r: lanes_by_rail ${c[lanes_by_rail]}: not $rails rails"
+    for ((i = 0; i < rails; i++)); do
+      ((lr[i] > 0)) || fail "rank $r: no lane on rail $i (lanes_by_rail ${c[lanes_by_rail]})"
+      ((rr[i] > 0)) || fail "rank $r: no RDMA on rail $i (rdma_by_rail ${c[rdma_by_rail]})"
+    done
+  fi
   unset c
 done <<<"$counters"
 sent=$(sum send_bytes) received=$(sum recv_bytes) sends=$(sum sends) lanes_ready=$(sum lanes_ready)

@@ -8,7 +8,8 @@
  * WRITE and RDMA READ on it and destroys it once, at finalize (or when its lane closes).
  *
  * Files: btl_wireup_component.c (MCA parameters, init, the modex, progress),
- * btl_wireup_conn.c (the wireup handle: factory, lane events, job key, bulk/on demand),
+ * btl_wireup_conn.c (the wireup handle: address, job key, bulk/on demand, teardown),
+ * btl_wireup_lanes.c (the QP factory, lane events, a peer declared unreachable),
  * btl_wireup_endpoint.c (per-peer state and the queue of sends waiting for a lane),
  * btl_wireup_frag.c (registered send/receive buffers), btl_wireup_module.c (the send path),
  * btl_wireup_rdma.c (registration through Open MPI's rcache, put and get),
@@ -33,6 +34,9 @@
 
 #define BTL_WIREUP_MAX_RAILS 8
 #define BTL_WIREUP_MAX_LANES 8
+/* SENDs of at most this many bytes (header included) are posted inline: the device copies
+ * them at post time, with no DMA read of the buffer later. */
+#define BTL_WIREUP_INLINE 64
 
 /* How the BTL asks wireup to connect (MCA parameter btl_wireup_mode). */
 typedef enum btl_wireup_mode { BTL_WIREUP_ON_DEMAND = 0, BTL_WIREUP_BULK = 1 } btl_wireup_mode_t;
@@ -50,6 +54,8 @@ typedef struct btl_wireup_counters {
   uint64_t dereg_native;       /* ibv_dereg_mr calls */
   uint64_t qps_created, qps_destroyed, qps_released;
   uint64_t sends_queued;       /* sends that waited for a lane or a send-queue slot */
+  uint64_t lanes_by_rail[BTL_WIREUP_MAX_RAILS]; /* READY lanes per local rail */
+  uint64_t rdma_by_rail[BTL_WIREUP_MAX_RAILS];  /* RDMA READ/WRITE posted per local rail */
 } btl_wireup_counters_t;
 
 /* One lane of a peer: a QP wireup handed over. */
@@ -126,6 +132,7 @@ typedef struct btl_wireup_rail {
   struct ibv_cq* cq;
   struct ibv_srq* srq;
   struct ibv_mr* slab_mr;       /* the frag slab, registered on this rail */
+  int inline_ok;                /* its QPs take BTL_WIREUP_INLINE bytes inline */
 } btl_wireup_rail_t;
 
 typedef struct mca_btl_wireup_module {
@@ -151,7 +158,7 @@ typedef struct mca_btl_wireup_module {
   mca_btl_base_module_error_cb_fn_t error_cb;
   pthread_mutex_t lock;         /* recursive; taken only with MPI threads */
   int locking;
-  unsigned progress_calls;
+  uint64_t progressed_us;       /* CLOCK_MONOTONIC of the last wireup_progress */
   int connecting;               /* lanes asked for and not settled: progress wireup every call */
   /* QPs of lanes that closed (on demand, the peer disconnected them): the BTL's to destroy, at
    * finalize, after their flushed completions have been polled. */
@@ -180,6 +187,11 @@ int btl_wireup_conn_start(mca_btl_wireup_module_t* m);    /* job key; start; bul
 int btl_wireup_conn_progress(mca_btl_wireup_module_t* m); /* wireup_progress */
 int btl_wireup_conn_ask(mca_btl_wireup_module_t* m, struct mca_btl_base_endpoint_t* ep);
 void btl_wireup_conn_close(mca_btl_wireup_module_t* m);
+/* btl_wireup_lanes.c: wireup's callbacks (qp_arg / arg is the module). */
+int btl_wireup_make_qp(void* arg, const wireup_qp_request_t* req, struct ibv_qp** out);
+void btl_wireup_release_qp(void* arg, const wireup_qp_request_t* req, struct ibv_qp* qp);
+void btl_wireup_on_lane(void* arg, const wireup_lane_event_t* ev);
+void btl_wireup_on_event(void* arg, const wireup_event_t* ev);
 /* A fatal failure of peer `ep`: every queued send fails, ob1's error callback is told. */
 void btl_wireup_peer_failed(mca_btl_wireup_module_t* m, struct mca_btl_base_endpoint_t* ep, const char* why);
 

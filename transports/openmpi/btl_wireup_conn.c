@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "opal/class/opal_bitmap.h"
 #include "opal/mca/pmix/pmix.h"
@@ -22,11 +23,13 @@
 
 #define BLOB_KEY_BYTES 8
 
-static int make_qp(void* arg, const wireup_qp_request_t* req, struct ibv_qp** out);
-static void release_qp(void* arg, const wireup_qp_request_t* req, struct ibv_qp* qp);
-static void on_lane(void* arg, const wireup_lane_event_t* ev);
-static void on_event(void* arg, const wireup_event_t* ev);
 static void on_address_needed(void* arg, uint32_t peer);
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
 
 static opal_process_name_t name_of(uint32_t rank) {
   opal_process_name_t n = OPAL_PROC_MY_NAME;
@@ -121,6 +124,7 @@ int btl_wireup_conn_open(mca_btl_wireup_module_t* m) {
   cp.config_overrides = overrides;
   cp.num_config_overrides = noverrides;
   cp.local_rank = opal_process_info.my_local_rank;
+  const double t0 = now_ms();
   if (wireup_context_create(&cp, &m->ctx) != WIREUP_OK) {
     opal_output(0, "btl wireup: rank %u: %s", m->rank, wireup_last_error(NULL));
     return OPAL_ERROR;
@@ -132,18 +136,20 @@ int btl_wireup_conn_open(mca_btl_wireup_module_t* m) {
   }
   m->nsend = (size_t)c->send_frags;
   m->nrecv_per_rail = (size_t)c->recv_frags;
+  const double t1 = now_ms();
   if (btl_wireup_frags_create(m) != OPAL_SUCCESS) return OPAL_ERROR;
   for (size_t r = 0; r < m->nrails; ++r)
     if (rail_open(m, r) != OPAL_SUCCESS) return OPAL_ERROR;
   if (btl_wireup_rcache_create(m) != OPAL_SUCCESS) return OPAL_ERROR;
+  const double t2 = now_ms();
 
   wireup_params_t p;
   wireup_params_init(&p);
   p.rank = m->rank;
   p.nranks = m->nranks;
   p.lanes = (uint32_t)c->lanes;
-  p.qp_create = make_qp;
-  p.qp_release = release_qp;
+  p.qp_create = btl_wireup_make_qp;
+  p.qp_release = btl_wireup_release_qp;
   p.qp_arg = m;
   /* job_key stays 0: rank 0's key is read after the fence (btl_wireup_conn_start). */
   if (wireup_create(m->ctx, &p, &m->w) != WIREUP_OK) {
@@ -158,12 +164,18 @@ int btl_wireup_conn_open(mca_btl_wireup_module_t* m) {
   }
   m->by_rank = calloc(m->nranks, sizeof *m->by_rank);
   if (m->by_rank == NULL) return OPAL_ERR_OUT_OF_RESOURCE;
-  if (wireup_on_lane_event(m->w, on_lane, m) != WIREUP_OK || wireup_on_event(m->w, on_event, m) != WIREUP_OK ||
+  if (wireup_on_lane_event(m->w, btl_wireup_on_lane, m) != WIREUP_OK || wireup_on_event(m->w, btl_wireup_on_event, m) != WIREUP_OK ||
       wireup_on_address_needed(m->w, on_address_needed, m) != WIREUP_OK) {
     opal_output(0, "btl wireup: %s", wireup_last_error(m->w));
     return OPAL_ERROR;
   }
-  return publish(m);
+  const double t3 = now_ms();
+  int rc = publish(m);
+  /* Where a process's MPI_Init time goes in this BTL (bench/openmpi/compare.sh's init_ms). */
+  if (c->verbose)
+    opal_output(0, "btl wireup: rank %u: init: wireup_context_create %.1f ms, buffers/PD/CQ/SRQ/rcache %.1f ms, "
+                "wireup_create %.1f ms, modex %.1f ms", m->rank, t1 - t0, t2 - t1, t3 - t2, now_ms() - t3);
+  return rc;
 }
 
 static int set_peers_from_modex(mca_btl_wireup_module_t* m) {
@@ -210,6 +222,7 @@ int btl_wireup_conn_start(mca_btl_wireup_module_t* m) {
   /* Bulk: every lane of every peer now, inside MPI_Init; failures are reported per lane by
    * on_lane (FAILED) and make the peer's endpoint fail. */
   m->connecting = 1;
+  const double t0 = now_ms();
   while (wireup_done(m->w) == 0) {
     if (btl_wireup_conn_progress(m) < 0) return OPAL_ERROR;
     btl_wireup_poll(m);
@@ -218,8 +231,8 @@ int btl_wireup_conn_start(mca_btl_wireup_module_t* m) {
   m->connecting = 0;
   m->bulk_done = 1;
   if (mca_btl_wireup_component.verbose)
-    opal_output(0, "btl wireup: rank %u: bulk wireup done: %zu lanes ready, %zu given up", m->rank,
-                wireup_result_count(m->w), wireup_error_count(m->w));
+    opal_output(0, "btl wireup: rank %u: bulk wireup done in %.1f ms: %zu lanes ready, %zu given up", m->rank,
+                now_ms() - t0, wireup_result_count(m->w), wireup_error_count(m->w));
   return OPAL_SUCCESS;
 }
 
@@ -265,114 +278,6 @@ static void on_address_needed(void* arg, uint32_t peer) {
   if (wireup_add_peer(m->w, &p) != WIREUP_OK)
     opal_output(0, "btl wireup: rank %u: the address rank %u published: %s", m->rank, peer, wireup_last_error(m->w));
   free(blob);
-}
-
-static int make_qp(void* arg, const wireup_qp_request_t* req, struct ibv_qp** out) {
-  mca_btl_wireup_module_t* m = arg;
-  if (req->rail >= m->nrails) return EINVAL;
-  btl_wireup_rail_t* rail = &m->rails[req->rail];
-  if (req->context != rail->context) return EINVAL; /* wireup names the rail's own device */
-  struct ibv_qp_init_attr a = {
-      .send_cq = rail->cq,
-      .recv_cq = rail->cq,
-      .srq = rail->srq,
-      .qp_type = IBV_QPT_RC,
-      .cap = {.max_send_wr = 256, .max_send_sge = 1, .max_recv_wr = 0, .max_recv_sge = 1},
-  };
-  *out = ibv_create_qp(rail->pd, &a);
-  if (*out == NULL) return errno ? errno : ENOMEM;
-  ++m->counters.qps_created;
-  return 0;
-}
-
-static void release_qp(void* arg, const wireup_qp_request_t* req, struct ibv_qp* qp) {
-  (void)req;
-  mca_btl_wireup_module_t* m = arg;
-  if (ibv_destroy_qp(qp) == 0) ++m->counters.qps_released;
-}
-
-static void on_lane(void* arg, const wireup_lane_event_t* ev) {
-  mca_btl_wireup_module_t* m = arg;
-  struct mca_btl_base_endpoint_t* ep = btl_wireup_endpoint_get(m, ev->peer);
-  if (ep == NULL || ev->lane >= BTL_WIREUP_MAX_LANES) return;
-  btl_wireup_lane_t* lane = &ep->lanes[ev->lane];
-  if (ev->type == WIREUP_LANE_EVENT_READY) {
-    wireup_result_t r;
-    WIREUP_STRUCT_INIT(&r);
-    if (wireup_result_get(m->w, ev->index, &r) != WIREUP_OK) {
-      btl_wireup_peer_failed(m, ep, wireup_last_error(m->w));
-      return;
-    }
-    lane->qp = r.qp;
-    lane->rail = r.rail;
-    lane->ready = 1;
-    lane->sq_used = 0;
-    ++m->counters.lanes_ready;
-    if (ev->lane == 0) ++m->counters.peers_connected;
-    if (mca_btl_wireup_component.verbose)
-      opal_output(0, "btl wireup: rank %u: lane %u to rank %u ready (QPN 0x%x -> 0x%x, rail %u, %s)", m->rank,
-                  ev->lane, ev->peer, r.local_qpn, r.remote_qpn, r.rail, r.active ? "active" : "passive");
-    btl_wireup_endpoint_flush(m, ep);
-  } else if (ev->type == WIREUP_LANE_EVENT_FAILED) {
-    wireup_peer_error_t e;
-    WIREUP_STRUCT_INIT(&e);
-    char why[1024];
-    if (wireup_error_get(m->w, ev->index, &e) == WIREUP_OK)
-      snprintf(why, sizeof why, "lane %u given up (%s): %s", ev->lane, wireup_error_kind_name(e.kind), e.message);
-    else
-      snprintf(why, sizeof why, "lane %u given up: %s", ev->lane, wireup_last_error(m->w));
-    btl_wireup_peer_failed(m, ep, why);
-  } else if (ev->type == WIREUP_LANE_EVENT_CLOSED) {
-    /* The peer disconnected the lane (it finalized, or closed it on demand): no more sends
-     * on it, and the next send asks wireup for a new connection (a dead peer's then fails
-     * and says so). The QP stays ours: retired, destroyed at finalize. */
-    lane->ready = 0;
-    ep->connect_asked = 0;
-    if (lane->qp != NULL) {
-      if (m->nretired == m->retired_cap) {
-        size_t cap = m->retired_cap ? 2 * m->retired_cap : 16;
-        struct ibv_qp** r = realloc(m->retired, cap * sizeof *r);
-        if (r != NULL) m->retired = r, m->retired_cap = cap;
-      }
-      if (m->nretired < m->retired_cap) m->retired[m->nretired++] = lane->qp;
-      lane->qp = NULL;
-    }
-    if (mca_btl_wireup_component.verbose)
-      opal_output(0, "btl wireup: rank %u: lane %u to rank %u closed", m->rank, ev->lane, ev->peer);
-  }
-}
-
-static void on_event(void* arg, const wireup_event_t* ev) {
-  mca_btl_wireup_module_t* m = arg;
-  if (ev->type != WIREUP_EVENT_PEER_DOWN && ev->type != WIREUP_EVENT_RTU_LOST) {
-    if (mca_btl_wireup_component.verbose && ev->peer != WIREUP_EVENT_PEER_LISTENER)
-      opal_output(0, "btl wireup: rank %u: %s on lane %u of rank %u (status %d)", m->rank, ev->name, ev->lane,
-                  ev->peer, ev->status);
-    return;
-  }
-  struct mca_btl_base_endpoint_t* ep = btl_wireup_endpoint_get(m, ev->peer);
-  if (ep == NULL) return;
-  char why[256];
-  snprintf(why, sizeof why, "%s (CM status %d)", ev->name, ev->status);
-  btl_wireup_peer_failed(m, ep, why);
-}
-
-void btl_wireup_peer_failed(mca_btl_wireup_module_t* m, struct mca_btl_base_endpoint_t* ep, const char* why) {
-  if (ep->failed) return;
-  ep->failed = 1;
-  opal_output(0, "btl wireup: rank %u: peer rank %u is unreachable: %s", m->rank, ep->rank, why);
-  /* Queued sends complete with an error; ob1 hears of it through its error callback. */
-  opal_list_item_t* it;
-  while ((it = opal_list_remove_first(&ep->pending)) != NULL) {
-    btl_wireup_frag_t* f = (btl_wireup_frag_t*)it;
-    if (f->base.des_cbfunc) f->base.des_cbfunc(&m->super, ep, &f->base, OPAL_ERR_UNREACH);
-    if (f->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) btl_wireup_frag_return(m, f);
-  }
-  if (m->error_cb != NULL) {
-    char info[1200];
-    snprintf(info, sizeof info, "btl wireup: peer rank %u: %s", ep->rank, why);
-    m->error_cb(&m->super, MCA_BTL_ERROR_FLAGS_FATAL, ep->proc, info);
-  }
 }
 
 void btl_wireup_conn_close(mca_btl_wireup_module_t* m) {

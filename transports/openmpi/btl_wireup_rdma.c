@@ -150,6 +150,7 @@ static int rdma(mca_btl_wireup_module_t* m, struct mca_btl_base_endpoint_t* ep, 
     return OPAL_ERROR;
   }
   ++ln->sq_used;
+  ++m->counters.rdma_by_rail[ln->rail];
   if (opcode == IBV_WR_RDMA_READ) {
     ++m->counters.gets;
     m->counters.get_bytes += size;
