@@ -34,9 +34,6 @@
 
 #define BTL_WIREUP_MAX_RAILS 8
 #define BTL_WIREUP_MAX_LANES 8
-/* SENDs of at most this many bytes (header included) are posted inline: the device copies
- * them at post time, with no DMA read of the buffer later. */
-#define BTL_WIREUP_INLINE 64
 
 /* How the BTL asks wireup to connect (MCA parameter btl_wireup_mode). */
 typedef enum btl_wireup_mode { BTL_WIREUP_ON_DEMAND = 0, BTL_WIREUP_BULK = 1 } btl_wireup_mode_t;
@@ -132,7 +129,6 @@ typedef struct btl_wireup_rail {
   struct ibv_cq* cq;
   struct ibv_srq* srq;
   struct ibv_mr* slab_mr;       /* the frag slab, registered on this rail */
-  int inline_ok;                /* its QPs take BTL_WIREUP_INLINE bytes inline */
 } btl_wireup_rail_t;
 
 typedef struct mca_btl_wireup_module {
@@ -158,7 +154,7 @@ typedef struct mca_btl_wireup_module {
   mca_btl_base_module_error_cb_fn_t error_cb;
   pthread_mutex_t lock;         /* recursive; taken only with MPI threads */
   int locking;
-  uint64_t progressed_us;       /* CLOCK_MONOTONIC of the last wireup_progress */
+  unsigned progress_calls;      /* wireup_progress once in 64 calls when nothing is connecting */
   int connecting;               /* lanes asked for and not settled: progress wireup every call */
   /* QPs of lanes that closed (on demand, the peer disconnected them): the BTL's to destroy, at
    * finalize, after their flushed completions have been polled. */

@@ -118,7 +118,6 @@ int btl_wireup_frag_post_send(mca_btl_wireup_module_t* m, btl_wireup_frag_t* f, 
   struct ibv_send_wr wr = {.wr_id = (uintptr_t)&f->kind, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
                            .send_flags = IBV_SEND_SIGNALED},
                      *bad;
-  if (rail->inline_ok && bytes <= BTL_WIREUP_INLINE) wr.send_flags |= IBV_SEND_INLINE;
   int rc = ibv_post_send(lane->qp, &wr, &bad);
   if (rc != 0) {
     opal_output(0, "btl wireup: ibv_post_send (SEND of %u bytes to rank %u, QPN 0x%x): %s", bytes,

@@ -23,17 +23,10 @@ int btl_wireup_make_qp(void* arg, const wireup_qp_request_t* req, struct ibv_qp*
       .recv_cq = rail->cq,
       .srq = rail->srq,
       .qp_type = IBV_QPT_RC,
-      .cap = {.max_send_wr = 256, .max_send_sge = 1, .max_recv_wr = 0, .max_recv_sge = 1,
-              .max_inline_data = BTL_WIREUP_INLINE},
+      .cap = {.max_send_wr = 256, .max_send_sge = 1, .max_recv_wr = 0, .max_recv_sge = 1},
   };
   *out = ibv_create_qp(rail->pd, &a);
-  if (*out == NULL) {
-    /* A device with less inline room than asked for: the same QP without inline sends. */
-    a.cap.max_inline_data = 0;
-    *out = ibv_create_qp(rail->pd, &a);
-  }
   if (*out == NULL) return errno ? errno : ENOMEM;
-  rail->inline_ok = a.cap.max_inline_data >= BTL_WIREUP_INLINE;
   ++m->counters.qps_created;
   return 0;
 }

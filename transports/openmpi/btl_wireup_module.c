@@ -125,53 +125,6 @@ static int module_send(mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_
   return rc;
 }
 
-/* ob1's immediate send of a small message: header and payload copied into a registered
- * buffer and posted at once, with no descriptor handed back and no completion callback for
- * ob1 (the buffer returns to the BTL when its SEND completes). When it cannot post now (lane 0
- * not ready, sends queued before it, the message too large, no buffer), ob1 takes its usual
- * path (alloc/prepare_src + send). */
-static int module_sendi(mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_t* ep,
-                        struct opal_convertor_t* convertor, void* header, size_t header_size,
-                        size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
-                        mca_btl_base_descriptor_t** descriptor) {
-  (void)order, (void)flags;
-  mca_btl_wireup_module_t* m = of(btl);
-  if (descriptor != NULL) *descriptor = NULL;
-  const size_t size = header_size + payload_size;
-  if (size > btl->btl_eager_limit) return OPAL_ERR_RESOURCE_BUSY;
-  BTL_WIREUP_LOCK(m);
-  btl_wireup_lane_t* lane = &ep->lanes[0];
-  btl_wireup_frag_t* f = NULL;
-  int rc = OPAL_ERR_RESOURCE_BUSY;
-  if (!ep->failed && lane->ready && lane->sq_used < 255 && opal_list_is_empty(&ep->pending) &&
-      (f = btl_wireup_frag_alloc(m)) != NULL) {
-    char* payload = (char*)(f->hdr + 1);
-    memcpy(payload, header, header_size);
-    size_t max_data = payload_size;
-    struct iovec iov = {.iov_base = payload + header_size, .iov_len = payload_size};
-    uint32_t iov_count = 1;
-    if (payload_size > 0 && opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0) {
-      btl_wireup_frag_return(m, f);
-      BTL_WIREUP_UNLOCK(m);
-      return OPAL_ERROR;
-    }
-    f->endpoint = ep;
-    f->segment.seg_len = header_size + max_data;
-    f->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
-    f->hdr->tag = tag;
-    f->hdr->size = (uint32_t)f->segment.seg_len;
-    rc = btl_wireup_frag_post_send(m, f, lane);
-    if (rc != OPAL_SUCCESS) {
-      btl_wireup_frag_return(m, f);
-      rc = OPAL_ERR_RESOURCE_BUSY;
-    }
-  } else if (!ep->failed && !lane->ready) {
-    btl_wireup_conn_ask(m, ep); /* on demand: the usual path queues the message meanwhile */
-  }
-  BTL_WIREUP_UNLOCK(m);
-  return rc;
-}
-
 static int module_finalize(mca_btl_base_module_t* btl) {
   mca_btl_wireup_module_t* m = of(btl);
   btl_wireup_component_forget();
@@ -287,7 +240,6 @@ mca_btl_base_module_t btl_wireup_module_template = {
     .btl_free = module_free,
     .btl_prepare_src = module_prepare_src,
     .btl_send = module_send,
-    .btl_sendi = module_sendi,
     .btl_put = btl_wireup_put,
     .btl_get = btl_wireup_get,
     .btl_dump = module_dump,
