@@ -50,6 +50,7 @@ while (($#)); do
 done
 [[ -n $comp && -n $np && $# -gt 0 ]] || { echo "btl-check: --component-dir, --np and a program are required" >&2; exit 2; }
 [[ -f $comp/mca_btl_wireup.so ]] || { echo "btl-check: FAILED: no $comp/mca_btl_wireup.so" >&2; exit 1; }
+comp=$(cd "$comp" && pwd)  # mca_base_component_path takes absolute directories only
 ompi_dir=$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
 
 workdir=${workdir:-$(mktemp -d)}
