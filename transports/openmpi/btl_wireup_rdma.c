@@ -111,7 +111,7 @@ void btl_wireup_rdma_complete(mca_btl_wireup_module_t* m, btl_wireup_rdma_op_t* 
 
 /* One RDMA WRITE or READ on the next ready lane of `ep`. OPAL_ERR_OUT_OF_RESOURCE (ob1 tries
  * again later) when no lane is ready yet or its send queue is full. */
-static int rdma(mca_btl_wireup_module_t* m, struct mca_btl_base_endpoint_t* ep, enum ibv_wr_opcode opcode,
+static int post_rdma(mca_btl_wireup_module_t* m, struct mca_btl_base_endpoint_t* ep, enum ibv_wr_opcode opcode,
                 void* local_address, uint64_t remote_address, mca_btl_base_registration_handle_t* lh,
                 mca_btl_base_registration_handle_t* rh, size_t size, mca_btl_base_rdma_completion_fn_t cbfunc,
                 void* cbcontext, void* cbdata) {
@@ -161,17 +161,25 @@ static int rdma(mca_btl_wireup_module_t* m, struct mca_btl_base_endpoint_t* ep, 
   return OPAL_SUCCESS;
 }
 
+/* post_rdma under the module's lock (taken only with MPI threads). */
+static int rdma(mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_t* ep, enum ibv_wr_opcode opcode,
+                void* local_address, uint64_t remote_address, mca_btl_base_registration_handle_t* lh,
+                mca_btl_base_registration_handle_t* rh, size_t size, mca_btl_base_rdma_completion_fn_t cbfunc,
+                void* cbcontext, void* cbdata) {
+  mca_btl_wireup_module_t* m = (mca_btl_wireup_module_t*)btl;
+  BTL_WIREUP_LOCK(m);
+  int rc = post_rdma(m, ep, opcode, local_address, remote_address, lh, rh, size, cbfunc, cbcontext, cbdata);
+  BTL_WIREUP_UNLOCK(m);
+  return rc;
+}
+
 int btl_wireup_put(mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_t* ep, void* local_address,
                    uint64_t remote_address, mca_btl_base_registration_handle_t* local_handle,
                    mca_btl_base_registration_handle_t* remote_handle, size_t size, int flags, int order,
                    mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext, void* cbdata) {
   (void)flags, (void)order;
-  mca_btl_wireup_module_t* m = (mca_btl_wireup_module_t*)btl;
-  BTL_WIREUP_LOCK(m);
-  int rc = rdma(m, ep, IBV_WR_RDMA_WRITE, local_address, remote_address, local_handle, remote_handle, size, cbfunc,
-                cbcontext, cbdata);
-  BTL_WIREUP_UNLOCK(m);
-  return rc;
+  return rdma(btl, ep, IBV_WR_RDMA_WRITE, local_address, remote_address, local_handle, remote_handle, size, cbfunc,
+              cbcontext, cbdata);
 }
 
 int btl_wireup_get(mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_t* ep, void* local_address,
@@ -179,10 +187,6 @@ int btl_wireup_get(mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_t* e
                    mca_btl_base_registration_handle_t* remote_handle, size_t size, int flags, int order,
                    mca_btl_base_rdma_completion_fn_t cbfunc, void* cbcontext, void* cbdata) {
   (void)flags, (void)order;
-  mca_btl_wireup_module_t* m = (mca_btl_wireup_module_t*)btl;
-  BTL_WIREUP_LOCK(m);
-  int rc = rdma(m, ep, IBV_WR_RDMA_READ, local_address, remote_address, local_handle, remote_handle, size, cbfunc,
-                cbcontext, cbdata);
-  BTL_WIREUP_UNLOCK(m);
-  return rc;
+  return rdma(btl, ep, IBV_WR_RDMA_READ, local_address, remote_address, local_handle, remote_handle, size, cbfunc,
+              cbcontext, cbdata);
 }
