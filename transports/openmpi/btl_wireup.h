@@ -106,7 +106,6 @@ typedef struct btl_wireup_frag {
   struct mca_btl_base_endpoint_t* endpoint;
   btl_wireup_hdr_t* hdr;        /* the registered buffer: header, then payload */
   uint32_t rail;                /* receives: the rail whose SRQ holds it */
-  int posted;                   /* a send on a QP, not yet completed */
   btl_wireup_lane_t* lane;      /* the lane it was posted on */
 } btl_wireup_frag_t;
 
@@ -139,7 +138,6 @@ typedef struct mca_btl_wireup_module {
   size_t nrails;
   btl_wireup_rail_t rails[BTL_WIREUP_MAX_RAILS];
   int started;                  /* wireup_start done (at the first add_procs) */
-  int bulk_done;
   /* Endpoints by rank (made by add_procs, or by a lane of a peer add_procs has not named). */
   struct mca_btl_base_endpoint_t** by_rank;
   /* The frag slab: send frags then receive frags, each buffer frag_size bytes. */
@@ -194,7 +192,6 @@ void btl_wireup_peer_failed(mca_btl_wireup_module_t* m, struct mca_btl_base_endp
 /* btl_wireup_endpoint.c */
 struct mca_btl_base_endpoint_t* btl_wireup_endpoint_get(mca_btl_wireup_module_t* m, uint32_t rank);
 int btl_wireup_endpoint_flush(mca_btl_wireup_module_t* m, struct mca_btl_base_endpoint_t* ep);
-int btl_wireup_endpoint_ready_lane(const struct mca_btl_base_endpoint_t* ep, int want_send);
 
 /* A work request's wr_id points at the kind field of its frag or RDMA op. */
 #define BTL_WIREUP_FRAG_OF(kind_ptr) \

@@ -229,7 +229,6 @@ int btl_wireup_conn_start(mca_btl_wireup_module_t* m) {
     if (wireup_wait(m->w, 100) != WIREUP_OK) break;
   }
   m->connecting = 0;
-  m->bulk_done = 1;
   if (mca_btl_wireup_component.verbose)
     opal_output(0, "btl wireup: rank %u: bulk wireup done in %.1f ms: %zu lanes ready, %zu given up", m->rank,
                 now_ms() - t0, wireup_result_count(m->w), wireup_error_count(m->w));

@@ -29,11 +29,6 @@ struct mca_btl_base_endpoint_t* btl_wireup_endpoint_get(mca_btl_wireup_module_t*
   return m->by_rank[rank];
 }
 
-int btl_wireup_endpoint_ready_lane(const struct mca_btl_base_endpoint_t* ep, int want_send) {
-  (void)want_send;
-  return ep->lanes[0].ready ? 0 : -1;
-}
-
 /* Posts the queued sends while lane 0 has room; what does not fit waits for a completion. */
 int btl_wireup_endpoint_flush(mca_btl_wireup_module_t* m, struct mca_btl_base_endpoint_t* ep) {
   btl_wireup_lane_t* lane = &ep->lanes[0];

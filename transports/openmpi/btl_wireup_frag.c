@@ -82,7 +82,6 @@ btl_wireup_frag_t* btl_wireup_frag_alloc(mca_btl_wireup_module_t* m) {
   if (m->nfree_sends == 0) return NULL; /* ob1 queues the request and tries again */
   btl_wireup_frag_t* f = m->free_sends[--m->nfree_sends];
   f->endpoint = NULL;
-  f->posted = 0;
   f->base.des_cbfunc = NULL;
   f->base.des_cbdata = NULL;
   f->base.des_context = NULL;
@@ -125,7 +124,6 @@ int btl_wireup_frag_post_send(mca_btl_wireup_module_t* m, btl_wireup_frag_t* f, 
     return rc == ENOMEM ? OPAL_ERR_OUT_OF_RESOURCE : OPAL_ERROR;
   }
   ++lane->sq_used;
-  f->posted = 1;
   f->lane = lane;
   ++m->counters.sends;
   m->counters.send_bytes += f->segment.seg_len;

@@ -51,19 +51,25 @@ static int module_register_error(mca_btl_base_module_t* btl, mca_btl_base_module
   return OPAL_SUCCESS;
 }
 
-static mca_btl_base_descriptor_t* module_alloc(mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_t* ep,
-                                               uint8_t order, size_t size, uint32_t flags) {
-  (void)order;
-  mca_btl_wireup_module_t* m = of(btl);
-  if (size > btl->btl_max_send_size) return NULL;
+/* A send buffer for `ep` holding `len` bytes of ob1's (NULL when none is free: ob1 tries again). */
+static btl_wireup_frag_t* take_frag(mca_btl_wireup_module_t* m, struct mca_btl_base_endpoint_t* ep, size_t len,
+                                    uint32_t flags) {
   BTL_WIREUP_LOCK(m);
   btl_wireup_frag_t* f = btl_wireup_frag_alloc(m);
   BTL_WIREUP_UNLOCK(m);
   if (f == NULL) return NULL;
   f->endpoint = ep;
-  f->segment.seg_len = size;
+  f->segment.seg_len = len;
   f->base.des_flags = flags;
-  return &f->base;
+  return f;
+}
+
+static mca_btl_base_descriptor_t* module_alloc(mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_t* ep,
+                                               uint8_t order, size_t size, uint32_t flags) {
+  (void)order;
+  if (size > btl->btl_max_send_size) return NULL;
+  btl_wireup_frag_t* f = take_frag(of(btl), ep, size, flags);
+  return f ? &f->base : NULL;
 }
 
 static int module_free(mca_btl_base_module_t* btl, mca_btl_base_descriptor_t* des) {
@@ -81,9 +87,7 @@ static mca_btl_base_descriptor_t* module_prepare_src(mca_btl_base_module_t* btl,
   (void)order;
   mca_btl_wireup_module_t* m = of(btl);
   if (reserve > btl->btl_max_send_size) return NULL;
-  BTL_WIREUP_LOCK(m);
-  btl_wireup_frag_t* f = btl_wireup_frag_alloc(m);
-  BTL_WIREUP_UNLOCK(m);
+  btl_wireup_frag_t* f = take_frag(m, ep, reserve, flags);
   if (f == NULL) return NULL;
   size_t max_data = *size;
   if (max_data > btl->btl_max_send_size - reserve) max_data = btl->btl_max_send_size - reserve;
@@ -93,9 +97,7 @@ static mca_btl_base_descriptor_t* module_prepare_src(mca_btl_base_module_t* btl,
     module_free(btl, &f->base);
     return NULL;
   }
-  f->endpoint = ep;
   f->segment.seg_len = reserve + max_data;
-  f->base.des_flags = flags;
   *size = max_data;
   return &f->base;
 }
@@ -137,7 +139,6 @@ static int module_finalize(mca_btl_base_module_t* btl) {
 static void send_done(mca_btl_wireup_module_t* m, btl_wireup_frag_t* f, int status) {
   struct mca_btl_base_endpoint_t* ep = f->endpoint;
   if (f->lane && f->lane->sq_used > 0) --f->lane->sq_used;
-  f->posted = 0;
   f->lane = NULL;
   /* We never return 1 from send: ob1 expects its callback on completion. */
   if (f->base.des_cbfunc) f->base.des_cbfunc(&m->super, ep, &f->base, status);
